@@ -1,0 +1,16 @@
+//! histoscope's core: TensorBoard events files read fast and exactly, histograms rebinned.
+//!
+//! Plain Rust with no Python in it; the bindings live in `py` and only convert.
+
+pub mod chart;
+pub mod data_compat;
+pub mod event_file;
+pub mod logdir;
+pub mod masked_crc;
+pub mod proto;
+pub mod rebin;
+pub mod report;
+pub mod tf_record;
+
+#[cfg(feature = "python")]
+mod py;

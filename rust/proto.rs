@@ -1,0 +1,129 @@
+//! The few fields of TensorFlow's `Event`, `Summary` and `TensorProto` messages that histograms need.
+//!
+//! Field numbers follow `tensorboard/compat/proto/*.proto`. Fields that are
+//! not declared here (graphs, images, audio, scalars) are skipped by the
+//! decoder without being copied; `tensor` and `histo` are kept as byte slices
+//! of the record and decoded only for the tags we want.
+
+use bytes::Bytes;
+
+/// `tensorflow.Event`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Event {
+    #[prost(double, tag = "1")]
+    pub wall_time: f64,
+    #[prost(int64, tag = "2")]
+    pub step: i64,
+    #[prost(string, optional, tag = "3")]
+    pub file_version: Option<String>,
+    #[prost(message, optional, tag = "5")]
+    pub summary: Option<Summary>,
+    #[prost(message, optional, tag = "7")]
+    pub session_log: Option<SessionLog>,
+}
+
+/// `tensorflow.Summary`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Summary {
+    #[prost(message, repeated, tag = "1")]
+    pub value: Vec<SummaryValue>,
+}
+
+/// `tensorflow.Summary.Value`, with the payloads it may carry left encoded.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SummaryValue {
+    #[prost(string, tag = "1")]
+    pub tag: String,
+    #[prost(float, optional, tag = "2")]
+    pub simple_value: Option<f32>,
+    #[prost(bytes = "bytes", optional, tag = "5")]
+    pub histo: Option<Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "8")]
+    pub tensor: Option<Bytes>,
+    #[prost(message, optional, tag = "9")]
+    pub metadata: Option<SummaryMetadata>,
+}
+
+/// `tensorflow.SummaryMetadata`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SummaryMetadata {
+    #[prost(message, optional, tag = "1")]
+    pub plugin_data: Option<PluginData>,
+}
+
+/// `tensorflow.SummaryMetadata.PluginData`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PluginData {
+    #[prost(string, tag = "1")]
+    pub plugin_name: String,
+    #[prost(bytes = "bytes", tag = "2")]
+    pub content: Bytes,
+}
+
+/// `tensorflow.HistogramProto`, the legacy histogram of TF1, PyTorch and tensorboardX.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HistogramProto {
+    #[prost(double, tag = "1")]
+    pub min: f64,
+    #[prost(double, tag = "2")]
+    pub max: f64,
+    #[prost(double, tag = "3")]
+    pub num: f64,
+    #[prost(double, tag = "4")]
+    pub sum: f64,
+    #[prost(double, tag = "5")]
+    pub sum_squares: f64,
+    #[prost(double, repeated, tag = "6")]
+    pub bucket_limit: Vec<f64>,
+    #[prost(double, repeated, tag = "7")]
+    pub bucket: Vec<f64>,
+}
+
+/// `tensorflow.TensorProto`, restricted to the numeric encodings histograms use.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TensorProto {
+    #[prost(int32, tag = "1")]
+    pub dtype: i32,
+    #[prost(message, optional, tag = "2")]
+    pub tensor_shape: Option<TensorShapeProto>,
+    #[prost(bytes = "bytes", tag = "4")]
+    pub tensor_content: Bytes,
+    #[prost(float, repeated, tag = "5")]
+    pub float_val: Vec<f32>,
+    #[prost(double, repeated, tag = "6")]
+    pub double_val: Vec<f64>,
+    #[prost(int32, repeated, tag = "13")]
+    pub half_val: Vec<i32>,
+}
+
+/// `tensorflow.TensorShapeProto`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TensorShapeProto {
+    #[prost(message, repeated, tag = "2")]
+    pub dim: Vec<Dim>,
+}
+
+/// `tensorflow.TensorShapeProto.Dim`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Dim {
+    #[prost(int64, tag = "1")]
+    pub size: i64,
+}
+
+/// `tensorflow.SessionLog`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SessionLog {
+    #[prost(int32, tag = "1")]
+    pub status: i32,
+}
+
+/// `SessionLog.SessionStatus.START`: a (re)started session.
+pub const SESSION_START: i32 = 1;
+
+/// `tensorflow.DataType` values that a histogram tensor may hold.
+pub mod dtype {
+    pub const FLOAT: i32 = 1;
+    pub const DOUBLE: i32 = 2;
+    pub const BFLOAT16: i32 = 14;
+    pub const HALF: i32 = 19;
+}

@@ -1,0 +1,216 @@
+//! Thinning a series' steps and counting every kept step again in one set of equal bins.
+
+/// At most `max_steps` indices into `n` steps, evenly spaced, always the first and the last.
+///
+/// `None` keeps every step. Index `i` of `m` is `round(i * (n - 1) / (m - 1))`,
+/// computed in integers so that the choice is exact and reproducible.
+pub fn thin_indices(n: usize, max_steps: Option<usize>) -> Vec<usize> {
+    let m = max_steps.map_or(n, |m| m.min(n));
+    match m {
+        0 => Vec::new(),
+        1 => vec![n - 1],
+        _ => (0..m)
+            .map(|i| (2 * i * (n - 1) + (m - 1)) / (2 * (m - 1)))
+            .collect(),
+    }
+}
+
+/// Every step's counts in the same `bins` equal bins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rebinned {
+    /// `bins + 1` increasing edges.
+    pub edges: Vec<f64>,
+    /// `bins` counts per step, row after row.
+    pub counts: Vec<f64>,
+    /// Buckets left out because an edge or the count was NaN or infinite.
+    pub nonfinite_buckets: usize,
+    /// The sum of the finite counts of those buckets.
+    pub nonfinite_count: f64,
+}
+
+/// Counts each step's buckets (flattened (left, right, count) rows) again in
+/// `bins` equal bins spanning every non-empty finite bucket of all steps.
+///
+/// A bucket's count is shared among the bins it overlaps in proportion to
+/// the overlap; a zero-width bucket gives its whole count to the bin that
+/// holds it, the last bin closed as in `numpy.histogram`.
+pub fn rebin(steps: &[&[f64]], bins: usize) -> Rebinned {
+    assert!(bins >= 1, "bins must be at least 1");
+    let (lo, hi) = span(steps);
+    let grid = Grid::new(lo, hi, bins);
+    let mut out = Rebinned {
+        edges: (0..=bins).map(|j| grid.edge(j)).collect(),
+        counts: vec![0.0; steps.len() * bins],
+        nonfinite_buckets: 0,
+        nonfinite_count: 0.0,
+    };
+    for (row, buckets) in out.counts.chunks_exact_mut(bins).zip(steps) {
+        for bucket in buckets.chunks_exact(3) {
+            let (left, right, count) = (bucket[0], bucket[1], bucket[2]);
+            if !(left.is_finite() && right.is_finite() && count.is_finite()) {
+                out.nonfinite_buckets += 1;
+                if count.is_finite() {
+                    out.nonfinite_count += count;
+                }
+            } else if count != 0.0 {
+                grid.share(row, left.min(right), left.max(right), count);
+            }
+        }
+    }
+    out
+}
+
+/// The smallest and largest edge of every non-empty finite bucket; a span of
+/// zero width (or no data) becomes the value plus and minus 0.5.
+fn span(steps: &[&[f64]]) -> (f64, f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for bucket in steps.iter().flat_map(|s| s.chunks_exact(3)) {
+        let (left, right, count) = (bucket[0], bucket[1], bucket[2]);
+        if count != 0.0 && count.is_finite() && left.is_finite() && right.is_finite() {
+            lo = lo.min(left.min(right));
+            hi = hi.max(left.max(right));
+        }
+    }
+    if lo > hi {
+        (-0.5, 0.5)
+    } else if lo == hi {
+        (lo - 0.5, hi + 0.5)
+    } else {
+        (lo, hi)
+    }
+}
+
+struct Grid {
+    lo: f64,
+    hi: f64,
+    bins: usize,
+}
+
+impl Grid {
+    fn new(lo: f64, hi: f64, bins: usize) -> Self {
+        Grid { lo, hi, bins }
+    }
+
+    fn edge(&self, j: usize) -> f64 {
+        if j == self.bins {
+            self.hi
+        } else {
+            self.lo + (self.hi - self.lo) * (j as f64 / self.bins as f64)
+        }
+    }
+
+    /// The bin holding `x`, checked against the edges themselves so that a
+    /// value on an edge lands exactly where the edges say (the last bin closed).
+    fn bin(&self, x: f64) -> usize {
+        let guess = ((x - self.lo) / (self.hi - self.lo) * self.bins as f64).floor();
+        let mut j = guess.clamp(0.0, (self.bins - 1) as f64) as usize;
+        while j + 1 < self.bins && x >= self.edge(j + 1) {
+            j += 1;
+        }
+        while j > 0 && x < self.edge(j) {
+            j -= 1;
+        }
+        j
+    }
+
+    fn share(&self, row: &mut [f64], left: f64, right: f64, count: f64) {
+        let first = self.bin(left);
+        if left == right {
+            row[first] += count;
+            return;
+        }
+        let last = self.bin(right);
+        if first == last {
+            row[first] += count;
+            return;
+        }
+        let width = right - left;
+        for (j, slot) in row.iter_mut().enumerate().take(last + 1).skip(first) {
+            let overlap = right.min(self.edge(j + 1)) - left.max(self.edge(j));
+            if overlap > 0.0 {
+                *slot += count * (overlap / width);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_first_and_last_evenly() {
+        assert_eq!(thin_indices(10, Some(4)), vec![0, 3, 6, 9]);
+        assert_eq!(thin_indices(5, Some(51)), vec![0, 1, 2, 3, 4]);
+        assert_eq!(thin_indices(5, None), vec![0, 1, 2, 3, 4]);
+        assert_eq!(thin_indices(1000, Some(2)), vec![0, 999]);
+        assert_eq!(thin_indices(0, Some(3)), Vec::<usize>::new());
+        assert_eq!(thin_indices(7, Some(3)), vec![0, 3, 6]);
+        assert_eq!(thin_indices(6, Some(4)), vec![0, 2, 3, 5]);
+    }
+
+    #[test]
+    fn counts_are_shared_by_overlap() {
+        let step = [0.0, 1.0, 4.0, 1.0, 3.0, 2.0];
+        let r = rebin(&[&step], 3);
+        assert_eq!(r.edges, vec![0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(r.counts, vec![4.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn span_covers_every_step() {
+        let a = [0.0, 1.0, 2.0];
+        let b = [3.0, 4.0, 2.0];
+        let r = rebin(&[&a, &b], 4);
+        assert_eq!(r.edges, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(r.counts, vec![2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0]);
+    }
+
+    #[test]
+    fn zero_width_bucket_goes_to_the_bin_holding_it() {
+        let step = [0.0, 0.0, 1.0, 2.0, 2.0, 5.0, 1.0, 1.0, 7.0];
+        let r = rebin(&[&step], 2);
+        assert_eq!(r.edges, vec![0.0, 1.0, 2.0]);
+        assert_eq!(r.counts, vec![1.0, 12.0]);
+    }
+
+    #[test]
+    fn zero_width_span_becomes_value_plus_minus_half() {
+        let step = [1.5, 1.5, 100.0];
+        let r = rebin(&[&step], 2);
+        assert_eq!(r.edges, vec![1.0, 1.5, 2.0]);
+        assert_eq!(r.counts, vec![0.0, 100.0]);
+    }
+
+    #[test]
+    fn empty_buckets_do_not_widen_the_span() {
+        let step = [-100.0, 0.0, 0.0, 0.0, 1.0, 5.0];
+        assert_eq!(rebin(&[&step], 1).edges, vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn nonfinite_buckets_are_left_out_and_counted() {
+        let step = [
+            f64::NAN,
+            1.0,
+            3.0,
+            0.0,
+            1.0,
+            2.0,
+            f64::NEG_INFINITY,
+            0.0,
+            0.0,
+        ];
+        let r = rebin(&[&step], 1);
+        assert_eq!(r.counts, vec![2.0]);
+        assert_eq!((r.nonfinite_buckets, r.nonfinite_count), (2, 3.0));
+    }
+
+    #[test]
+    fn no_data_gives_zeros_around_zero() {
+        let r = rebin(&[&[], &[]], 2);
+        assert_eq!(r.edges, vec![-0.5, 0.0, 0.5]);
+        assert_eq!(r.counts, vec![0.0; 4]);
+    }
+}

@@ -1,0 +1,185 @@
+//! What reading a file had to skip, and why, for the one warning per file a user sees.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why a stretch of a file was not read as data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DamageKind {
+    /// The record's data failed its checksum; its framing was sound.
+    BadDataChecksum,
+    /// The length header failed its checksum; bytes were skipped to the next intact record.
+    BadLengthChecksum,
+    /// The record's checksums hold but it is not an Event.
+    Unparsable,
+    /// One histogram value in an intact Event could not be decoded.
+    BadValue(String),
+}
+
+/// One damaged stretch: where it starts, how many bytes it covers, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    pub offset: u64,
+    pub length: u64,
+    pub kind: DamageKind,
+}
+
+impl Damage {
+    pub fn bad_data(offset: u64, length: u64) -> Self {
+        Damage {
+            offset,
+            length,
+            kind: DamageKind::BadDataChecksum,
+        }
+    }
+
+    pub fn bad_length(offset: u64, length: u64) -> Self {
+        Damage {
+            offset,
+            length,
+            kind: DamageKind::BadLengthChecksum,
+        }
+    }
+
+    pub fn unparsable(offset: u64, length: u64) -> Self {
+        Damage {
+            offset,
+            length,
+            kind: DamageKind::Unparsable,
+        }
+    }
+
+    pub fn bad_value(offset: u64, length: u64, problem: String) -> Self {
+        Damage {
+            offset,
+            length,
+            kind: DamageKind::BadValue(problem),
+        }
+    }
+
+    /// Whether whole records were lost here (not just one value of one).
+    pub fn loses_records(&self) -> bool {
+        !matches!(self.kind, DamageKind::BadValue(_))
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let end = self.offset + self.length;
+        match &self.kind {
+            DamageKind::BadDataChecksum => {
+                write!(
+                    f,
+                    "bytes {}-{}: record data checksum mismatch",
+                    self.offset, end
+                )
+            }
+            DamageKind::BadLengthChecksum => write!(
+                f,
+                "bytes {}-{}: damaged length header, skipped to the next intact record",
+                self.offset, end
+            ),
+            DamageKind::Unparsable => {
+                write!(f, "bytes {}-{}: record is not an Event", self.offset, end)
+            }
+            DamageKind::BadValue(problem) => {
+                write!(
+                    f,
+                    "bytes {}-{}: histogram value skipped ({problem})",
+                    self.offset, end
+                )
+            }
+        }
+    }
+}
+
+/// What happened while reading one file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub damaged: Vec<Damage>,
+    /// Where a record cut off at the end of the file starts (a file still being written).
+    pub incomplete_tail: Option<u64>,
+    /// Why reading stopped early, when it did.
+    pub error: Option<String>,
+}
+
+impl FileReport {
+    pub fn new(path: &Path) -> Self {
+        FileReport {
+            path: path.to_path_buf(),
+            ..Default::default()
+        }
+    }
+
+    /// Whether anything was skipped that a user must be told about.
+    pub fn has_problems(&self) -> bool {
+        !self.damaged.is_empty() || self.error.is_some()
+    }
+
+    /// One line for a warning: the file, how many records, and the byte offsets.
+    pub fn summary(&self) -> String {
+        let records = self.damaged.iter().filter(|d| d.loses_records()).count();
+        let values = self.damaged.len() - records;
+        let mut parts = Vec::new();
+        if records > 0 {
+            parts.push(format!(
+                "skipped {records} damaged record{}",
+                plural(records)
+            ));
+        }
+        if values > 0 {
+            parts.push(format!(
+                "skipped {values} undecodable histogram value{}",
+                plural(values)
+            ));
+        }
+        let mut line = format!("{}: {}", self.path.display(), parts.join(" and "));
+        if !self.damaged.is_empty() {
+            let details: Vec<String> = self.damaged.iter().map(|d| d.to_string()).collect();
+            line.push_str(&format!(" ({})", details.join("; ")));
+        }
+        if let Some(error) = &self.error {
+            line.push_str(&format!(
+                "{}stopped reading: {error}",
+                if parts.is_empty() { "" } else { "; " }
+            ));
+        }
+        line
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_names_file_records_and_offsets() {
+        let mut report = FileReport::new(Path::new("run/events.out.tfevents.1"));
+        report.damaged.push(Damage::bad_data(3852, 372));
+        report.damaged.push(Damage::bad_length(5000, 40));
+        assert!(report.has_problems());
+        assert_eq!(
+            report.summary(),
+            "run/events.out.tfevents.1: skipped 2 damaged records (bytes 3852-4224: record data \
+             checksum mismatch; bytes 5000-5040: damaged length header, skipped to the next intact record)"
+        );
+    }
+
+    #[test]
+    fn a_cut_off_tail_alone_is_not_a_problem() {
+        let report = FileReport {
+            incomplete_tail: Some(10),
+            ..FileReport::new(Path::new("f"))
+        };
+        assert!(!report.has_problems());
+    }
+}
