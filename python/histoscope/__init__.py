@@ -1,0 +1,38 @@
+"""histoscope: the distributions of machine-learning training, read fast and shown to everyone.
+
+Example:
+    >>> import histoscope
+    >>> charts = histoscope.read_tensorboard_histograms("runs/")  # doctest: +SKIP
+    >>> charts[0]  # doctest: +SKIP
+    TensorBoardChart(tag='weights/dense', run='train', steps 0..19 (20 shown), 30 bins, ...)
+"""
+
+from __future__ import annotations
+
+try:
+    from . import _core  # noqa: F401
+except ImportError as error:  # pragma: no cover - only without a built extension
+    raise ImportError(
+        "histoscope's native module is missing: install the package with `pip install .` "
+        "(or `maturin develop`) from a source checkout, which builds it with Rust"
+    ) from error
+
+from .chart import TensorBoardChart
+from .reader import (
+    DamagedFileWarning,
+    HistogramSeries,
+    HistoscopeWarning,
+    load_histograms,
+    read_tensorboard_histograms,
+)
+
+__all__ = [
+    "DamagedFileWarning",
+    "HistogramSeries",
+    "HistoscopeWarning",
+    "TensorBoardChart",
+    "load_histograms",
+    "read_tensorboard_histograms",
+]
+
+__version__ = "0.1.0"

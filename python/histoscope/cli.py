@@ -1,0 +1,67 @@
+"""The `histoscope` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Optional, TextIO
+
+from . import _core
+from .reader import _check_logdir
+
+__all__ = ["main"]
+
+
+def _list_logdir(logdir: str, out: TextIO) -> int:
+    """Prints each run, its histogram tags with their steps, and what was skipped."""
+    path = _check_logdir(logdir)
+    runs, series, reports = _core.load_histograms(path)
+    by_run: dict[str, list[tuple[str, int, int, int]]] = {run: [] for run in runs}
+    for run, tag, steps, *_ in series:
+        by_run[run].append((tag, int(steps[0]), int(steps[-1]), len(steps)))
+    if not runs:
+        print(f"no runs (no events files) under {path}", file=out)
+    for run, tags in by_run.items():
+        kind = f"{len(tags)} histogram tag{'s' if len(tags) != 1 else ''}" if tags else "no histograms"
+        print(f"run {run}: {kind}", file=out)
+        width = max((len(t[0]) for t in tags), default=0)
+        for tag, first, last, count in tags:
+            print(f"  {tag:<{width}}  steps {first}..{last} ({count} steps)", file=out)
+    damaged = [summary for _, summary, problems, _ in reports if problems]
+    tails = [(p, tail) for p, _, _, tail in reports if tail is not None]
+    if damaged:
+        print("skipped as damaged:", file=out)
+        for summary in damaged:
+            print(f"  {summary}", file=out)
+    for file, offset in tails:
+        print(f"incomplete last record (still being written?): {file} at byte {offset}", file=out)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="histoscope", description="Read, log and show the histograms of ML training."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    ls = commands.add_parser(
+        "ls", help="list runs, histogram tags, step ranges and damaged files of a log directory"
+    )
+    ls.add_argument("logdir", help="a TensorBoard log directory")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "ls":
+            return _list_logdir(args.logdir, sys.stdout)
+    except (FileNotFoundError, OSError) as error:
+        print(f"histoscope: {error}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

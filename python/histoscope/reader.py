@@ -1,0 +1,253 @@
+"""Reading histograms from TensorBoard log directories (the work is done in Rust)."""
+
+from __future__ import annotations
+
+import operator
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Optional, Union
+
+import numpy as np
+
+from . import _core
+from .chart import TensorBoardChart
+
+__all__ = [
+    "DamagedFileWarning",
+    "HistogramSeries",
+    "HistoscopeWarning",
+    "load_histograms",
+    "read_tensorboard_histograms",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class HistoscopeWarning(UserWarning):
+    """Something asked for was not there, or some data could not be used."""
+
+
+class DamagedFileWarning(HistoscopeWarning):
+    """Part of an events file was damaged and skipped; the message gives the byte offsets."""
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+class HistogramSeries:
+    """Every step of one histogram tag of one run, with the buckets exactly as stored.
+
+    ``buckets[i]`` is a float64 array of shape ``(k, 3)``: the left edge, right
+    edge and count of each bucket of step ``steps[i]``. ``stats`` maps
+    ``count``, ``min``, ``max``, ``mean``, ``std``, ``nonfinite``, ``below`` and
+    ``above`` to one float64 value per step, NaN where the writer stored none
+    (legacy histograms store count, min, max and the sums behind mean and std).
+    Arrays are read-only views into one block per series.
+
+    Example:
+        >>> series = histoscope.load_histograms("runs/")["weights"]["train"]  # doctest: +SKIP
+        >>> series.steps[-1], series.buckets[-1][:, 2].sum()  # doctest: +SKIP
+        (99, 512.0)
+    """
+
+    __slots__ = ("run", "tag", "steps", "wall_times", "_flat", "_offsets", "_stats", "_buckets")
+
+    def __init__(
+        self,
+        run: str,
+        tag: str,
+        steps: np.ndarray,
+        wall_times: np.ndarray,
+        flat_buckets: np.ndarray,
+        offsets: np.ndarray,
+        stats: np.ndarray,
+    ) -> None:
+        self.run = run
+        self.tag = tag
+        self.steps = _readonly(steps)
+        self.wall_times = _readonly(wall_times)
+        self._flat = _readonly(flat_buckets)
+        self._offsets = offsets
+        self._stats = _readonly(stats)
+        self._buckets: Optional[list[np.ndarray]] = None
+
+    @property
+    def buckets(self) -> list[np.ndarray]:
+        """One ``(k, 3)`` float64 array per step: left edge, right edge, count."""
+        if self._buckets is None:
+            flat, bounds = self._flat, self._offsets.tolist()
+            self._buckets = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        return self._buckets
+
+    @property
+    def stats(self) -> dict[str, np.ndarray]:
+        """Per-step statistics by name; NaN where the writer did not store one."""
+        return {name: self._stats[:, i] for i, name in enumerate(_core.STAT_NAMES)}
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __repr__(self) -> str:
+        span = f"steps {self.steps[0]}..{self.steps[-1]}" if len(self.steps) else "no steps"
+        return f"HistogramSeries(tag={self.tag!r}, run={self.run!r}, {span}, {len(self)} steps)"
+
+
+def load_histograms(
+    logdir: PathLike,
+    *,
+    tags: Optional[Iterable[str]] = None,
+    runs: Optional[Iterable[str]] = None,
+) -> dict[str, dict[str, HistogramSeries]]:
+    """Reads every histogram under ``logdir``, keyed by tag, then run, buckets as stored.
+
+    Runs are the directories holding events files (``.`` for ``logdir`` itself),
+    read on all cores. Damaged records are skipped with a `DamagedFileWarning`.
+
+    Example:
+        >>> import histoscope
+        >>> data = histoscope.load_histograms("runs/", tags=["weights"])  # doctest: +SKIP
+        >>> data["weights"]["train"].buckets[0].shape  # doctest: +SKIP
+        (30, 3)
+    """
+    logdir = _check_logdir(logdir)
+    tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
+    all_runs, series, reports = _core.load_histograms(logdir, run_list, tag_list)
+    _warn_reports(reports)
+    by_tag: dict[str, dict[str, HistogramSeries]] = {}
+    for run, tag, *arrays in series:
+        by_tag.setdefault(tag, {})[run] = HistogramSeries(run, tag, *arrays)
+    _warn_missing(logdir, all_runs, run_list, tag_list, by_tag.keys(), bool(series))
+    return {
+        tag: _ordered(by_tag[tag], run_list)
+        for tag in _tag_order(by_tag.keys(), tag_list)
+    }
+
+
+def read_tensorboard_histograms(
+    logdir: PathLike,
+    *,
+    tags: Optional[Iterable[str]] = None,
+    runs: Optional[Iterable[str]] = None,
+    bins: int = 30,
+    max_steps: Optional[int] = 51,
+) -> list[TensorBoardChart]:
+    """Reads the histograms under ``logdir`` as charts, one per tag and run.
+
+    Each chart counts every step again in ``bins`` equal bins spanning all its
+    kept steps (a bucket's count shared among the bins it overlaps, in
+    proportion to the overlap), after thinning to at most ``max_steps`` steps
+    evenly spaced, the first and last always kept (``None`` keeps all).
+    Charts come in the order of ``tags`` (default: sorted), then of runs.
+
+    Example:
+        >>> import histoscope
+        >>> charts = histoscope.read_tensorboard_histograms("runs/", bins=40)  # doctest: +SKIP
+        >>> charts[0].counts.shape  # doctest: +SKIP
+        (20, 40)
+    """
+    logdir = _check_logdir(logdir)
+    tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
+    bins = _positive_int(bins, "bins", minimum=1)
+    if max_steps is not None:
+        max_steps = _positive_int(max_steps, "max_steps", minimum=2)
+    all_runs, charts, reports = _core.read_charts(logdir, bins, max_steps, run_list, tag_list)
+    _warn_reports(reports)
+    by_tag: dict[str, dict[str, TensorBoardChart]] = {}
+    for run, tag, steps, wall_times, edges, counts, lost_buckets, lost_count in charts:
+        if lost_buckets:
+            warnings.warn(
+                f"{tag!r} ({run}): {lost_buckets} buckets with NaN or infinite edges or counts"
+                f" (holding {lost_count:g} values) were left out of the chart",
+                HistoscopeWarning,
+                stacklevel=2,
+            )
+        by_tag.setdefault(tag, {})[run] = TensorBoardChart(
+            tag=tag, run=run, steps=steps, wall_times=wall_times, edges=edges, counts=counts
+        )
+    _warn_missing(logdir, all_runs, run_list, tag_list, by_tag.keys(), bool(charts))
+    return [
+        chart
+        for tag in _tag_order(by_tag.keys(), tag_list)
+        for chart in _ordered(by_tag[tag], run_list).values()
+    ]
+
+
+def _check_logdir(logdir: PathLike) -> str:
+    if not isinstance(logdir, (str, os.PathLike)):
+        raise TypeError(f"logdir must be a path (str or os.PathLike), got {type(logdir).__name__}")
+    path = os.fspath(logdir)
+    if not isinstance(path, str):
+        raise TypeError("logdir must be a text path, not bytes")
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
+    return path
+
+
+def _names(values: Optional[Iterable[str]], name: str) -> Optional[list[str]]:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return [values]
+    if not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list of strings, got {type(values).__name__}")
+    out = list(values)
+    for value in out:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must hold strings, got {type(value).__name__}: {value!r}")
+    return list(dict.fromkeys(out))
+
+
+def _positive_int(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int >= {minimum}, got a bool")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        if isinstance(value, float):
+            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}") from None
+        raise TypeError(
+            f"{name} must be an int >= {minimum}, got {type(value).__name__}"
+        ) from None
+    if number < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {number}")
+    return number
+
+
+def _warn_reports(reports: Sequence[tuple[str, str, bool, Optional[int]]]) -> None:
+    for _path, summary, has_problems, _tail in reports:
+        if has_problems:
+            warnings.warn(summary, DamagedFileWarning, stacklevel=3)
+
+
+def _warn_missing(
+    logdir: str,
+    all_runs: list[str],
+    runs: Optional[list[str]],
+    tags: Optional[list[str]],
+    found_tags: Iterable[str],
+    found_any: bool,
+) -> None:
+    for run in runs or []:
+        if run not in all_runs:
+            warnings.warn(f"run {run!r} not found in {logdir!r}", HistoscopeWarning, stacklevel=3)
+    found = set(found_tags)
+    for tag in tags or []:
+        if tag not in found:
+            warnings.warn(
+                f"histogram tag {tag!r} not found in {logdir!r}", HistoscopeWarning, stacklevel=3
+            )
+    if not found_any and not tags:
+        warnings.warn(f"no histograms found in {logdir!r}", HistoscopeWarning, stacklevel=3)
+
+
+def _tag_order(found: Iterable[str], tags: Optional[list[str]]) -> list[str]:
+    present = set(found)
+    return [t for t in tags if t in present] if tags is not None else sorted(present)
+
+
+def _ordered(by_run: dict, runs: Optional[list[str]]) -> dict:
+    order = [r for r in runs if r in by_run] if runs is not None else sorted(by_run)
+    return {run: by_run[run] for run in order}
