@@ -1,0 +1,431 @@
+"""Accessible HTML pages for a `TensorBoardChart`: a ridgeline to explore by keys, speech,
+sound and braille, with a generated description and the full data as a table.
+
+The page is one self-contained file (inline SVG, CSS and JavaScript, no network), so it
+opens from ``file://``, a notebook output or an e-mail attachment alike.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import re
+import tempfile
+import webbrowser
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .chart import TensorBoardChart
+
+__all__ = ["render", "save_html", "show"]
+
+# The SVG's coordinate system, in CSS pixels at its natural size.
+_WIDTH, _HEIGHT = 800, 500
+_LEFT, _RIGHT, _TOP, _BOTTOM = 84, 24, 16, 60
+_RIDGE_HEIGHT = 120  # the tallest count of the chart reaches this far above its baseline
+_VALUE_TICKS, _STEP_TICKS = 7, 6
+_NOTEBOOK_HEIGHT = 820  # pixels of the notebook iframe; the page scrolls inside it past that
+
+
+def render(chart: TensorBoardChart) -> str:
+    """Return the chart's page: one complete, self-contained HTML document.
+
+    Example:
+        >>> import histoscope
+        >>> chart = histoscope.TensorBoardChart(
+        ...     tag="w", run="train", steps=[0, 1], wall_times=[0.0, 1.0],
+        ...     edges=[0.0, 0.5, 1.0], counts=[[1, 3], [2, 2]])
+        >>> page = histoscope.render(chart)
+        >>> "<title>w (train)</title>" in page
+        True
+    """
+    _check(chart)
+    title = html.escape(f"{chart.tag} ({chart.run})")
+    labels = _value_labels(chart.edges)
+    counts = _json_counts(chart.counts)
+    css, js = _assets()
+    data = {
+        "steps": chart.steps.tolist(),
+        "labels": labels,
+        "counts": counts,
+        "layout": _layout(len(chart.steps), chart.bins, chart.counts),
+    }
+    return "".join(
+        (
+            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+            f"<title>{title}</title>\n<style>\n{css}</style>\n</head>\n<body>\n<main>\n",
+            f"<h1>{title}</h1>\n",
+            '<p class="hint">Tab to the chart, then explore it with the arrow keys;'
+            " press H for every key.</p>\n",
+            '<div class="layout">\n<div class="figure">\n',
+            f'<div id="chart" class="chart" tabindex="0" role="application"'
+            f' aria-roledescription="ridgeline chart" aria-label="{_chart_label(chart)}"'
+            f' aria-describedby="description">\n{_svg(chart, labels)}</div>\n',
+            '<p id="announcement" class="announcement" role="status" aria-live="polite"'
+            ' aria-atomic="true"></p>\n',
+            '<p id="braille-box" class="braille-box" hidden><span id="braille-label"></span>'
+            ' <span id="braille" class="braille"></span></p>\n',
+            '<p id="review-box" hidden><label for="review">Last announcement</label>'
+            ' <input id="review" type="text" readonly size="60"></p>\n',
+            _keys_section(),
+            "</div>\n",
+            '<section class="about" aria-labelledby="description-heading">\n',
+            '<h2 id="description-heading">Description</h2>\n',
+            f'<p id="description">{html.escape(_describe(chart, labels))}</p>\n',
+            "</section>\n</div>\n",
+            _table(chart, labels, counts),
+            "</main>\n",
+            '<script type="application/json" id="histoscope-data">',
+            json.dumps(data, separators=(",", ":")).replace("<", "\\u003c"),
+            f"</script>\n<script>\n{js}</script>\n</body>\n</html>\n",
+        )
+    )
+
+
+def save_html(chart: TensorBoardChart, path: str | os.PathLike[str]) -> Path:
+    """Write the chart's page (see `render`) to ``path`` as UTF-8 and return that path.
+
+    Example:
+        >>> import histoscope, tempfile, pathlib
+        >>> chart = histoscope.TensorBoardChart(
+        ...     tag="w", run="train", steps=[0], wall_times=[0.0],
+        ...     edges=[0.0, 1.0], counts=[[5]])
+        >>> out = histoscope.save_html(chart, pathlib.Path(tempfile.mkdtemp()) / "w.html")
+        >>> out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+        True
+    """
+    path = Path(path)
+    path.write_text(render(chart), encoding="utf-8")
+    return path
+
+
+def show(chart: TensorBoardChart) -> Path | None:
+    """Show the chart: inline in a Jupyter (IPython kernel) output, else in the web browser.
+
+    Outside a kernel the page is saved to a new temporary folder and opened with
+    `webbrowser`; that file's path is returned. In a kernel it returns None.
+
+    Example:
+        >>> histoscope.show(chart)  # doctest: +SKIP
+    """
+    _check(chart)
+    if _in_kernel():
+        from IPython.display import HTML, display
+
+        display(HTML(_notebook_html(chart)))
+        return None
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{chart.tag}_{chart.run}").strip("_") or "chart"
+    path = save_html(chart, Path(tempfile.mkdtemp(prefix="histoscope-")) / f"{name}.html")
+    webbrowser.open(path.as_uri())
+    return path
+
+
+def _notebook_html(chart: TensorBoardChart) -> str:
+    """The page inside an ``<iframe srcdoc>``, so that its ids, styles and script stay its own
+    next to other outputs: what `TensorBoardChart._repr_html_` shows in Jupyter."""
+    title = html.escape(f"{chart.tag} ({chart.run})")
+    return (
+        f'<iframe title="{title}" srcdoc="{html.escape(render(chart))}"'
+        f' style="width:100%;height:{_NOTEBOOK_HEIGHT}px;border:0"></iframe>'
+    )
+
+
+def _check(chart: Any) -> None:
+    from .chart import TensorBoardChart
+
+    if not isinstance(chart, TensorBoardChart):
+        raise TypeError(f"chart must be a TensorBoardChart, got {type(chart).__name__}")
+    if not np.isfinite(chart.counts).all():
+        raise ValueError("chart.counts must be finite to be drawn, got NaN or infinity")
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+@lru_cache(maxsize=1)
+def _assets() -> tuple[str, str]:
+    folder = resources.files(__package__).joinpath("_assets")
+    return (
+        folder.joinpath("chart.css").read_text(encoding="utf-8"),
+        folder.joinpath("chart.js").read_text(encoding="utf-8"),
+    )
+
+
+def _decimal(value: float, decimals: int) -> str:
+    text = f"{value:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _value_labels(edges: np.ndarray) -> list[str]:
+    """Edge labels short enough to hear, precise enough to tell neighbouring edges apart."""
+    finite = edges[np.isfinite(edges)]
+    widths = np.diff(finite)
+    widths = widths[widths > 0]
+    if not len(widths):
+        return [_number(v) for v in edges.tolist()]
+    width = float(widths.min())
+    scale = float(np.abs(finite).max())
+    if 1e-4 <= scale < 1e6:
+        decimals = max(0, 1 - math.floor(math.log10(width)))
+        return [_decimal(v, decimals) if math.isfinite(v) else str(v) for v in edges.tolist()]
+    digits = min(17, max(2, math.floor(math.log10(scale)) - math.floor(math.log10(width)) + 2))
+    return [f"{v:.{digits}g}" for v in edges.tolist()]
+
+
+def _number(value: float) -> str:
+    """Two significant digits, in plain decimals where that reads well."""
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    magnitude = math.floor(math.log10(abs(value)))
+    if -4 <= magnitude < 6:
+        return _decimal(value, max(0, 1 - magnitude))
+    return f"{value:.2g}"
+
+
+def _integral(counts: np.ndarray) -> bool:
+    return np.array_equal(counts, np.round(counts)) and np.abs(counts).max(initial=0) < 2**53
+
+
+def _json_counts(counts: np.ndarray) -> list[list[Any]]:
+    """Whole counts as ints, others to two decimals: the JSON stays short."""
+    if _integral(counts):
+        return counts.astype(np.int64).tolist()
+    return np.round(counts, 2).tolist()
+
+
+def _count_text(count: float) -> str:
+    if float(count).is_integer():
+        return f"{int(count):,}"
+    return f"{count:,.2f}".rstrip("0").rstrip(".")
+
+
+def _count_cell(count: float) -> str:
+    return f"<td>{_count_text(count)}</td>"
+
+
+def _layout(steps: int, bins: int, counts: np.ndarray) -> dict[str, float]:
+    """Where things are drawn; chart.js places the cursor with the same numbers."""
+    bottom = _HEIGHT - _BOTTOM
+    top = _TOP + _RIDGE_HEIGHT
+    return {
+        "x0": _LEFT,
+        "binWidth": (_WIDTH - _LEFT - _RIGHT) / max(bins, 1),
+        "bottom": bottom,
+        "gap": (bottom - top) / (steps - 1) if steps > 1 else 0.0,
+        "ridgeHeight": _RIDGE_HEIGHT,
+        "max": float(counts.max(initial=0)),
+    }
+
+
+def _svg(chart: TensorBoardChart, labels: Sequence[str]) -> str:
+    layout = _layout(len(chart.steps), chart.bins, chart.counts)
+    return "".join(
+        (
+            f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" aria-hidden="true" focusable="false">\n',
+            _axes(chart, labels, layout),
+            _ridges(chart.counts, layout),
+            '<g id="cursor" class="cursor" display="none">'
+            '<line id="cursor-stem"></line><circle id="cursor-dot" r="5"></circle></g>\n',
+            "</svg>\n",
+        )
+    )
+
+
+def _ridges(counts: np.ndarray, layout: dict[str, float]) -> str:
+    """One path per step, the latest first so that earlier ridges are drawn in front.
+
+    Paths are drawn in bin units across and tenths of a pixel up, so every coordinate is
+    a small integer: it keeps a thousand ridges under a few hundred kilobytes.
+    """
+    steps, bins = counts.shape
+    scale = _RIDGE_HEIGHT * 10 / layout["max"] if layout["max"] > 0 else 0.0
+    heights = np.rint(counts * scale).astype(np.int64)
+    rises = (heights[:, :-1] - heights[:, 1:]).tolist()
+    firsts = (-heights[:, 0]).tolist() if bins else []
+    baselines = np.rint(
+        (layout["bottom"] - np.arange(steps) * layout["gap"]) * 10
+    ).astype(np.int64).tolist()
+    paths = [
+        f'<path class="ridge" transform="translate(0 {baselines[i]})"'
+        f' d="M0 0L.5 {firsts[i]}{"".join(f"l1 {r}" for r in rises[i])}L{bins} 0Z"/>\n'
+        for i in range(steps - 1, -1, -1)
+    ]
+    return (
+        f'<g id="ridges" transform="translate({_LEFT} 0) scale({layout["binWidth"]:.4g} .1)">\n'
+        + "".join(paths)
+        + '<path id="cursor-ridge" class="ridge-current" display="none"/>\n</g>\n'
+    )
+
+
+def _ticks(count: int, most: int) -> list[int]:
+    return sorted(set(np.linspace(0, count - 1, min(count, most)).round().astype(int).tolist()))
+
+
+def _value_ticks(
+    edges: np.ndarray, labels: Sequence[str], left: float, right: float
+) -> list[tuple[float, str]]:
+    """Round values (1, 2 or 5 times a power of ten) along x; edge labels where the edges
+    are not finite or the bins have no width."""
+    if not len(labels) > 1:
+        return []
+    low, high = float(edges[0]), float(edges[-1])
+    if not (math.isfinite(low) and math.isfinite(high) and high > low):
+        spots = _ticks(len(labels), _VALUE_TICKS)
+        return [(left + (right - left) * i / (len(labels) - 1), labels[i]) for i in spots]
+    rough = (high - low) / (_VALUE_TICKS - 1)
+    power = 10.0 ** math.floor(math.log10(rough))
+    multiple = next(m for m in (1, 2, 2.5, 5, 10) if m * power >= rough)
+    spacing = multiple * power
+    decimals = max(0, -math.floor(math.log10(spacing)) + (multiple == 2.5))
+    values = np.arange(math.ceil(low / spacing), math.floor(high / spacing) + 1) * spacing
+    plain = 1e-4 <= spacing < 1e6
+    return [
+        (
+            left + (right - left) * (v - low) / (high - low),
+            _decimal(v, decimals) if plain else f"{v:.6g}",
+        )
+        for v in values.tolist()
+    ]
+
+
+def _axes(chart: TensorBoardChart, labels: Sequence[str], layout: dict[str, float]) -> str:
+    bottom, gap, x0, width = layout["bottom"], layout["gap"], layout["x0"], layout["binWidth"]
+    right = x0 + width * chart.bins
+    parts = [
+        '<g class="axis">\n',
+        f'<line x1="{x0}" y1="{bottom}" x2="{right:.1f}" y2="{bottom}"/>\n',
+    ]
+    for x, label in _value_ticks(chart.edges, labels, x0, right):
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 6}"/>'
+            f'<text x="{x:.1f}" y="{bottom + 22}" text-anchor="middle">'
+            f"{html.escape(label)}</text>\n"
+        )
+    for index in _ticks(len(chart.steps), _STEP_TICKS) if len(chart.steps) else []:
+        y = bottom - index * gap
+        parts.append(
+            f'<text x="{x0 - 10}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">'
+            f"{chart.steps[index]}</text>\n"
+        )
+    parts.append(
+        f'<text class="axis-title" x="{(x0 + right) / 2:.1f}" y="{_HEIGHT - 8}"'
+        ' text-anchor="middle">Value</text>\n'
+        f'<text class="axis-title" transform="translate(18 {(bottom + _TOP) / 2:.1f}) rotate(-90)"'
+        ' text-anchor="middle">Step</text>\n</g>\n'
+    )
+    return "".join(parts)
+
+
+def _chart_label(chart: TensorBoardChart) -> str:
+    steps = len(chart.steps)
+    return html.escape(
+        f"Ridgeline chart of {chart.tag} ({chart.run}): {steps} step{'s' * (steps != 1)}"
+        f" of {chart.bins} bin{'s' * (chart.bins != 1)}, the earliest in front."
+        " Arrow keys move, H lists the keys."
+    )
+
+
+def _keys_section() -> str:
+    keys = (
+        ("Left, Right", "previous or next bin of the step"),
+        ("Up, Down", "later or earlier step, same bin"),
+        ("Home, End", "first or last bin"),
+        ("Page Up, Page Down", "last or first step"),
+        ("T", "text announcements on or off"),
+        ("S", "sound on or off: pitch follows the count, left to right follows the value"),
+        ("B", "braille line of the step on or off"),
+        ("R", "review the last announcement in a text field; Escape returns to the chart"),
+        ("H or ?", "show or hide this list"),
+    )
+    rows = "".join(f"<dt>{key}</dt><dd>{what}</dd>\n" for key, what in keys)
+    return (
+        '<section id="keys" class="keys" aria-labelledby="keys-heading" hidden>\n'
+        f'<h2 id="keys-heading">Keys</h2>\n<dl>\n{rows}</dl>\n</section>\n'
+    )
+
+
+def _trend(name: str, first: float, last: float, tolerance: float) -> str:
+    if abs(last - first) <= tolerance:
+        return f"the {name} stays near {_number(first)}"
+    if name == "spread":
+        verb = "grows" if last > first else "shrinks"
+        return f"the spread {verb} from {_number(first)} to {_number(last)}"
+    return f"the centre moves from {_number(first)} to {_number(last)}"
+
+
+def _describe(chart: TensorBoardChart, labels: Sequence[str]) -> str:
+    """A few sentences: what is shown, and how the distribution moves over the steps."""
+    steps, counts = chart.steps, chart.counts
+    if not len(steps) or not chart.bins:
+        return "No data: the chart has no steps or no bins."
+    if len(steps) == 1:
+        parts = [f"1 step shown: step {steps[0]}."]
+    else:
+        parts = [f"{len(steps)} steps shown, from step {steps[0]} to step {steps[-1]}."]
+    parts.append(f"Values span {labels[0]} to {labels[-1]} in {chart.bins} equal bins.")
+    totals = counts.sum(axis=1)
+    if totals.min() == totals.max():
+        parts.append(f"Each step counts {_count_text(totals[0])} values.")
+    else:
+        parts.append(
+            f"Steps count from {_count_text(totals.min())} to {_count_text(totals.max())} values."
+        )
+    centres = (chart.edges[:-1] + chart.edges[1:]) / 2
+    counted = np.flatnonzero(totals > 0)
+    if len(counted) > 1 and np.isfinite(centres).all():
+        first, last = counted[0], counted[-1]
+        means = counts[[first, last]] @ centres / totals[[first, last]]
+        spreads = np.sqrt(
+            counts[[first, last]] @ centres**2 / totals[[first, last]] - means**2
+        ).clip(0)
+        width = float(chart.edges[-1] - chart.edges[0]) / chart.bins
+        centre = _trend("centre", float(means[0]), float(means[1]), width / 2)
+        spread = _trend(
+            "spread", float(spreads[0]), float(spreads[1]), 0.05 * float(spreads.max())
+        )
+        parts.append(
+            f"From step {steps[first]} to step {steps[last]}, {centre} and {spread}."
+        )
+    peak_step, peak_bin = np.unravel_index(int(np.argmax(counts)), counts.shape)
+    parts.append(
+        f"The highest count, {_count_text(counts[peak_step, peak_bin])}, is at step"
+        f" {steps[peak_step]}, {labels[peak_bin]} to {labels[peak_bin + 1]}."
+    )
+    return " ".join(parts)
+
+
+def _table(chart: TensorBoardChart, labels: Sequence[str], counts: list[list[Any]]) -> str:
+    head = "".join(
+        f'<th scope="col">{html.escape(labels[b])} to {html.escape(labels[b + 1])}</th>'
+        for b in range(chart.bins)
+    )
+    totals = chart.counts.sum(axis=1).tolist()
+    cell = "<td>{:,}</td>".format if _integral(chart.counts) else _count_cell
+    rows = "".join(
+        f'<tr><th scope="row">{step}</th>{"".join(map(cell, row))}'
+        f"<td>{_count_text(total)}</td></tr>\n"
+        for step, row, total in zip(chart.steps.tolist(), counts, totals)
+    )
+    return (
+        '<details class="data">\n<summary>Data table: counts per step and bin</summary>\n'
+        '<div class="table-wrap" tabindex="0" role="region" aria-label="Data table">\n'
+        f"<table>\n<caption>Counts of {html.escape(chart.tag)} ({html.escape(chart.run)})"
+        " per step and bin</caption>\n"
+        f'<thead><tr><th scope="col">Step</th>{head}<th scope="col">Total</th></tr></thead>\n'
+        f"<tbody>\n{rows}</tbody>\n</table>\n</div>\n</details>\n"
+    )

@@ -1,0 +1,96 @@
+"""Headless Chromium for the chart tests: Debian's /usr/bin/chromium driven by Playwright.
+
+The tests fail, never skip, when the browser is missing: CI installs it with
+`.ci/install-browser`, and a silent skip would let a broken page pass.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
+
+OUTPUT = Path(__file__).parent / "output"
+
+# Counts every AudioContext, oscillator and stereo panner the page makes, so a test can
+# tell that no sound is prepared before S and read the pitch and pan of each tone.
+AUDIO_PROBE = """
+window.__audio = { contexts: 0, oscillators: [], panners: [] };
+const RealAudioContext = window.AudioContext;
+window.AudioContext = class extends RealAudioContext {
+  constructor(...args) { super(...args); window.__audio.contexts += 1; }
+  createOscillator() {
+    const oscillator = super.createOscillator();
+    window.__audio.oscillators.push(oscillator);
+    return oscillator;
+  }
+  createStereoPanner() {
+    const panner = super.createStereoPanner();
+    window.__audio.panners.push(panner);
+    return panner;
+  }
+};
+"""
+
+
+def chromium_path() -> str:
+    path = os.environ.get("HISTOSCOPE_CHROMIUM") or shutil.which("chromium") or ""
+    if not path:
+        pytest.fail(
+            "Chromium is missing: run .ci/install-browser (apt-get install chromium), "
+            "or set HISTOSCOPE_CHROMIUM to a Chromium binary"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium_path(), headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def open_page(browser: Browser) -> Iterator[Callable[[Path], Page]]:
+    """Opens a saved page from file:// with every other request refused, and fails the
+    test at teardown if the page asked for anything off the disk or raised an error."""
+    fetched: list[str] = []
+    errors: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+
+    def refuse(route: Route) -> None:
+        fetched.append(route.request.url)
+        route.abort()
+
+    def note(request: Request) -> None:
+        if not request.url.startswith("file:"):
+            fetched.append(request.url)
+
+    context.route(lambda url: not url.startswith("file:"), refuse)
+    context.add_init_script(AUDIO_PROBE)
+
+    def open_(path: Path) -> Page:
+        page = context.new_page()
+        page.on("request", note)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(path.resolve().as_uri())
+        return page
+
+    yield open_
+    context.close()
+    assert fetched == [], f"the page made network requests: {fetched}"
+    assert errors == [], f"the page reported errors: {errors}"
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """Saves a full-page screenshot under tests/output/ for a reviewer to look at."""
+    OUTPUT.mkdir(exist_ok=True)
+    path = OUTPUT / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
