@@ -88,9 +88,14 @@ def open_page(browser: Browser) -> Iterator[Callable[[Path], Page]]:
     assert errors == [], f"the page reported errors: {errors}"
 
 
-def screenshot(page: Page, name: str) -> Path:
+@pytest.fixture
+def screenshot() -> Callable[[Page, str], Path]:
     """Saves a full-page screenshot under tests/output/ for a reviewer to look at."""
-    OUTPUT.mkdir(exist_ok=True)
-    path = OUTPUT / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
+
+    def take(page: Page, name: str) -> Path:
+        OUTPUT.mkdir(exist_ok=True)
+        path = OUTPUT / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take

@@ -4,7 +4,6 @@ sound or braille user meets in real headless Chromium."""
 from __future__ import annotations
 
 import html
-import os
 import re
 import sys
 import types
@@ -13,16 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser import browser, open_page, screenshot  # noqa: F401  (pytest fixtures)
-from playwright.sync_api import Page, expect
-
 from histoscope.chart import TensorBoardChart
 from histoscope.html import _notebook_html, _value_labels, render, save_html, show
+from playwright.sync_api import Page, expect
 
-FIXTURES = Path(
-    os.environ.get("HISTOSCOPE_FIXTURES")
-    or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-)
+pytest_plugins = ["browser"]  # the browser, open_page and screenshot fixtures
 
 
 def small_chart(tag: str = "layer/weights", run: str = "train") -> TensorBoardChart:
@@ -60,7 +54,7 @@ def drifting_chart(steps: int, bins: int = 30) -> TensorBoardChart:
 
 def test_page_is_one_document_with_the_title_escaped():
     page = render(small_chart(tag="<b>w</b>", run="a&b"))
-    assert page.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
+    assert page.startswith('<!DOCTYPE html>\n<html lang="en">')
     assert "<title>&lt;b&gt;w&lt;/b&gt; (a&amp;b)</title>" in page
     assert "<h1>&lt;b&gt;w&lt;/b&gt; (a&amp;b)</h1>" in page
     assert "<b>w</b>" not in page
@@ -235,7 +229,7 @@ def test_tab_reaches_the_chart_and_shows_a_focus_ring(open_page, tmp_path):
     expect(page.locator("#cursor")).not_to_have_attribute("display", "none")
 
 
-def test_every_key_is_announced_and_highlighted(open_page, tmp_path):
+def test_every_key_is_announced_and_highlighted(open_page, tmp_path, screenshot):
     page = open_chart(open_page, tmp_path, small_chart())
     live = page.locator("#announcement")
     expect(live).to_have_attribute("aria-live", "polite")
@@ -291,10 +285,12 @@ def test_text_mode_silences_moves(open_page, tmp_path):
     expect(live).to_have_text("Step 0, 0 to 0.5, count 3, 30.0% of the step")
 
 
-def test_braille_line_follows_the_cursor(open_page, tmp_path):
+def test_braille_line_follows_the_cursor(open_page, tmp_path, screenshot):
     page = open_chart(open_page, tmp_path, small_chart())
-    box, cells, mark = page.locator("#braille-box"), page.locator("#braille"), page.locator(
-        "#braille-cursor"
+    box, cells, mark = (
+        page.locator("#braille-box"),
+        page.locator("#braille"),
+        page.locator("#braille-cursor"),
     )
     expect(box).to_be_hidden()
     page.keyboard.press("b")
@@ -353,7 +349,9 @@ def test_help_lists_the_keys(open_page, tmp_path):
 
 def test_sound_starts_only_when_asked(open_page, tmp_path):
     page = open_chart(open_page, tmp_path, small_chart())
-    audio = "() => ({ contexts: window.__audio.contexts, tones: window.__audio.oscillators.length })"
+    audio = (
+        "() => ({ contexts: window.__audio.contexts, tones: window.__audio.oscillators.length })"
+    )
     for key in ("ArrowRight", "ArrowUp", "ArrowLeft", "ArrowLeft"):
         page.keyboard.press(key)
     assert page.evaluate(audio) == {"contexts": 0, "tones": 0}
@@ -398,7 +396,7 @@ def test_data_table_is_collapsed_but_readable(open_page, tmp_path):
     expect(page.get_by_role("application", name=re.compile("^Ridgeline chart of"))).to_be_visible()
 
 
-def test_page_has_no_accessibility_violations(open_page, tmp_path):
+def test_page_has_no_accessibility_violations(open_page, tmp_path, screenshot):
     page = open_chart(open_page, tmp_path, drifting_chart(51))
     page.locator("details").evaluate("e => { e.open = true; }")
     for key in ("PageUp", "ArrowRight", "b", "h", "r"):
@@ -415,12 +413,10 @@ def test_empty_chart_says_there_is_nothing_to_explore(open_page, tmp_path):
     )
     page = open_chart(open_page, tmp_path, chart)
     expect(page.locator("#announcement")).to_have_text("No data to explore")
-    expect(page.locator("#description")).to_have_text(
-        "No data: the chart has no steps or no bins."
-    )
+    expect(page.locator("#description")).to_have_text("No data: the chart has no steps or no bins.")
 
 
-def test_thousand_steps_open_and_move(open_page, tmp_path):
+def test_thousand_steps_open_and_move(open_page, tmp_path, screenshot):
     chart = drifting_chart(1000)
     page = open_chart(open_page, tmp_path, chart)
     page.keyboard.press("PageUp")
@@ -433,15 +429,15 @@ def test_thousand_steps_open_and_move(open_page, tmp_path):
 # --- a real TensorBoard log, read by histoscope -----------------------------------------
 
 
-def test_fixture_chart_in_the_browser(open_page, tmp_path):
+def test_fixture_chart_in_the_browser(open_page, tmp_path, screenshot, fixtures):
     import histoscope
 
-    logdir = FIXTURES / "tf2_summary"
-    assert logdir.is_dir(), f"fixtures not found at {logdir}: set HISTOSCOPE_FIXTURES"
     (chart,) = histoscope.read_tensorboard_histograms(
-        logdir, tags=["weights/dense"], runs=["train"]
+        fixtures / "tf2_summary", tags=["weights/dense"], runs=["train"]
     )
     assert (chart.tag, chart.run, chart.bins) == ("weights/dense", "train", 30)
+    assert "20 steps shown, from step 0 to step 19." in render(chart)
+    assert "Each step counts 512 values." in render(chart)  # shares of buckets sum back
     page = open_chart(open_page, tmp_path, chart)
     expect(page).to_have_title("weights/dense (train)")
     live = page.locator("#announcement")

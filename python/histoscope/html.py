@@ -14,10 +14,11 @@ import os
 import re
 import tempfile
 import webbrowser
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +33,45 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 84, 24, 16, 60
 _RIDGE_HEIGHT = 120  # the tallest count of the chart reaches this far above its baseline
 _VALUE_TICKS, _STEP_TICKS = 7, 6
 _NOTEBOOK_HEIGHT = 820  # pixels of the notebook iframe; the page scrolls inside it past that
+
+
+_PAGE = """\
+<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+{css}</style>
+</head>
+<body>
+<main>
+<h1>{title}</h1>
+<p class="hint">Tab to the chart, then explore it with the arrow keys; press H for every key.</p>
+<div class="layout">
+<div class="figure">
+<div id="chart" class="chart" tabindex="0" role="application" \
+aria-roledescription="ridgeline chart" aria-label="{label}" aria-describedby="description">
+{svg}</div>
+<p id="announcement" class="announcement" role="status" aria-live="polite" aria-atomic="true"></p>
+<p id="braille-box" class="braille-box" hidden><span id="braille-label"></span> \
+<span id="braille" class="braille"></span></p>
+<p id="review-box" hidden><label for="review">Last announcement</label> \
+<input id="review" type="text" readonly size="60"></p>
+{keys}</div>
+<section class="about" aria-labelledby="description-heading">
+<h2 id="description-heading">Description</h2>
+<p id="description">{description}</p>
+</section>
+</div>
+{table}</main>
+<script type="application/json" id="histoscope-data">{data}</script>
+<script>
+{js}</script>
+</body>
+</html>
+"""
 
 
 def render(chart: TensorBoardChart) -> str:
@@ -57,36 +97,16 @@ def render(chart: TensorBoardChart) -> str:
         "counts": counts,
         "layout": _layout(len(chart.steps), chart.bins, chart.counts),
     }
-    return "".join(
-        (
-            '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-            f"<title>{title}</title>\n<style>\n{css}</style>\n</head>\n<body>\n<main>\n",
-            f"<h1>{title}</h1>\n",
-            '<p class="hint">Tab to the chart, then explore it with the arrow keys;'
-            " press H for every key.</p>\n",
-            '<div class="layout">\n<div class="figure">\n',
-            f'<div id="chart" class="chart" tabindex="0" role="application"'
-            f' aria-roledescription="ridgeline chart" aria-label="{_chart_label(chart)}"'
-            f' aria-describedby="description">\n{_svg(chart, labels)}</div>\n',
-            '<p id="announcement" class="announcement" role="status" aria-live="polite"'
-            ' aria-atomic="true"></p>\n',
-            '<p id="braille-box" class="braille-box" hidden><span id="braille-label"></span>'
-            ' <span id="braille" class="braille"></span></p>\n',
-            '<p id="review-box" hidden><label for="review">Last announcement</label>'
-            ' <input id="review" type="text" readonly size="60"></p>\n',
-            _keys_section(),
-            "</div>\n",
-            '<section class="about" aria-labelledby="description-heading">\n',
-            '<h2 id="description-heading">Description</h2>\n',
-            f'<p id="description">{html.escape(_describe(chart, labels))}</p>\n',
-            "</section>\n</div>\n",
-            _table(chart, labels, counts),
-            "</main>\n",
-            '<script type="application/json" id="histoscope-data">',
-            json.dumps(data, separators=(",", ":")).replace("<", "\\u003c"),
-            f"</script>\n<script>\n{js}</script>\n</body>\n</html>\n",
-        )
+    return _PAGE.format(
+        title=title,
+        css=css,
+        label=_chart_label(chart),
+        svg=_svg(chart, labels),
+        keys=_keys_section(),
+        description=html.escape(_describe(chart, labels)),
+        table=_table(chart, labels, counts),
+        data=json.dumps(data, separators=(",", ":")).replace("<", "\\u003c"),
+        js=js,
     )
 
 
@@ -239,11 +259,16 @@ def _svg(chart: TensorBoardChart, labels: Sequence[str]) -> str:
             f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" aria-hidden="true" focusable="false">\n',
             _axes(chart, labels, layout),
             _ridges(chart.counts, layout),
-            '<g id="cursor" class="cursor" display="none">'
-            '<line id="cursor-stem"></line><circle id="cursor-dot" r="5"></circle></g>\n',
+            _CURSOR,
             "</svg>\n",
         )
     )
+
+
+_CURSOR = (
+    '<g id="cursor" class="cursor" display="none">'
+    '<line id="cursor-stem"></line><circle id="cursor-dot" r="5"></circle></g>\n'
+)
 
 
 def _ridges(counts: np.ndarray, layout: dict[str, float]) -> str:
@@ -257,9 +282,11 @@ def _ridges(counts: np.ndarray, layout: dict[str, float]) -> str:
     heights = np.rint(counts * scale).astype(np.int64)
     rises = (heights[:, :-1] - heights[:, 1:]).tolist()
     firsts = (-heights[:, 0]).tolist() if bins else []
-    baselines = np.rint(
-        (layout["bottom"] - np.arange(steps) * layout["gap"]) * 10
-    ).astype(np.int64).tolist()
+    baselines = (
+        np.rint((layout["bottom"] - np.arange(steps) * layout["gap"]) * 10)
+        .astype(np.int64)
+        .tolist()
+    )
     paths = [
         f'<path class="ridge" transform="translate(0 {baselines[i]})"'
         f' d="M0 0L.5 {firsts[i]}{"".join(f"l1 {r}" for r in rises[i])}L{bins} 0Z"/>\n'
@@ -379,12 +406,11 @@ def _describe(chart: TensorBoardChart, labels: Sequence[str]) -> str:
         parts = [f"{len(steps)} steps shown, from step {steps[0]} to step {steps[-1]}."]
     parts.append(f"Values span {labels[0]} to {labels[-1]} in {chart.bins} equal bins.")
     totals = counts.sum(axis=1)
-    if totals.min() == totals.max():
-        parts.append(f"Each step counts {_count_text(totals[0])} values.")
+    fewest, most = _count_text(round(totals.min(), 2)), _count_text(round(totals.max(), 2))
+    if fewest == most:
+        parts.append(f"Each step counts {fewest} values.")
     else:
-        parts.append(
-            f"Steps count from {_count_text(totals.min())} to {_count_text(totals.max())} values."
-        )
+        parts.append(f"Steps count from {fewest} to {most} values.")
     centres = (chart.edges[:-1] + chart.edges[1:]) / 2
     counted = np.flatnonzero(totals > 0)
     if len(counted) > 1 and np.isfinite(centres).all():
@@ -395,12 +421,8 @@ def _describe(chart: TensorBoardChart, labels: Sequence[str]) -> str:
         ).clip(0)
         width = float(chart.edges[-1] - chart.edges[0]) / chart.bins
         centre = _trend("centre", float(means[0]), float(means[1]), width / 2)
-        spread = _trend(
-            "spread", float(spreads[0]), float(spreads[1]), 0.05 * float(spreads.max())
-        )
-        parts.append(
-            f"From step {steps[first]} to step {steps[last]}, {centre} and {spread}."
-        )
+        spread = _trend("spread", float(spreads[0]), float(spreads[1]), 0.05 * float(spreads.max()))
+        parts.append(f"From step {steps[first]} to step {steps[last]}, {centre} and {spread}.")
     peak_step, peak_bin = np.unravel_index(int(np.argmax(counts)), counts.shape)
     parts.append(
         f"The highest count, {_count_text(counts[peak_step, peak_bin])}, is at step"
