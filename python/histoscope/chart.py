@@ -117,6 +117,12 @@ class TensorBoardChart:
             f" {self.bins} bins{values})"
         )
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows the chart as its accessible page (see `histoscope.html`)."""
+        from .html import _notebook_html
+
+        return _notebook_html(self)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TensorBoardChart):
             return NotImplemented
