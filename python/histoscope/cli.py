@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Optional, TextIO
+from typing import TextIO
 
 from . import _core
 from .reader import _check_logdir
@@ -23,7 +23,9 @@ def _list_logdir(logdir: str, out: TextIO) -> int:
     if not runs:
         print(f"no runs (no events files) under {path}", file=out)
     for run, tags in by_run.items():
-        kind = f"{len(tags)} histogram tag{'s' if len(tags) != 1 else ''}" if tags else "no histograms"
+        kind = (
+            f"{len(tags)} histogram tag{'s' if len(tags) != 1 else ''}" if tags else "no histograms"
+        )
         print(f"run {run}: {kind}", file=out)
         width = max((len(t[0]) for t in tags), default=0)
         for tag, first, last, count in tags:
@@ -51,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:

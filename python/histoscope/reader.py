@@ -6,7 +6,7 @@ import operator
 import os
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Optional, Union
+from typing import Union
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class HistogramSeries:
         self._flat = _readonly(flat_buckets)
         self._offsets = offsets
         self._stats = _readonly(stats)
-        self._buckets: Optional[list[np.ndarray]] = None
+        self._buckets: list[np.ndarray] | None = None
 
     @property
     def buckets(self) -> list[np.ndarray]:
@@ -98,8 +98,8 @@ class HistogramSeries:
 def load_histograms(
     logdir: PathLike,
     *,
-    tags: Optional[Iterable[str]] = None,
-    runs: Optional[Iterable[str]] = None,
+    tags: Iterable[str] | None = None,
+    runs: Iterable[str] | None = None,
 ) -> dict[str, dict[str, HistogramSeries]]:
     """Reads every histogram under ``logdir``, keyed by tag, then run, buckets as stored.
 
@@ -120,19 +120,16 @@ def load_histograms(
     for run, tag, *arrays in series:
         by_tag.setdefault(tag, {})[run] = HistogramSeries(run, tag, *arrays)
     _warn_missing(logdir, all_runs, run_list, tag_list, by_tag.keys(), bool(series))
-    return {
-        tag: _ordered(by_tag[tag], run_list)
-        for tag in _tag_order(by_tag.keys(), tag_list)
-    }
+    return {tag: _ordered(by_tag[tag], run_list) for tag in _tag_order(by_tag.keys(), tag_list)}
 
 
 def read_tensorboard_histograms(
     logdir: PathLike,
     *,
-    tags: Optional[Iterable[str]] = None,
-    runs: Optional[Iterable[str]] = None,
+    tags: Iterable[str] | None = None,
+    runs: Iterable[str] | None = None,
     bins: int = 30,
-    max_steps: Optional[int] = 51,
+    max_steps: int | None = 51,
 ) -> list[TensorBoardChart]:
     """Reads the histograms under ``logdir`` as charts, one per tag and run.
 
@@ -186,7 +183,7 @@ def _check_logdir(logdir: PathLike) -> str:
     return path
 
 
-def _names(values: Optional[Iterable[str]], name: str) -> Optional[list[str]]:
+def _names(values: Iterable[str] | None, name: str) -> list[str] | None:
     if values is None:
         return None
     if isinstance(values, str):
@@ -208,15 +205,13 @@ def _positive_int(value: object, name: str, minimum: int) -> int:
     except TypeError:
         if isinstance(value, float):
             raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}") from None
-        raise TypeError(
-            f"{name} must be an int >= {minimum}, got {type(value).__name__}"
-        ) from None
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__}") from None
     if number < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {number}")
     return number
 
 
-def _warn_reports(reports: Sequence[tuple[str, str, bool, Optional[int]]]) -> None:
+def _warn_reports(reports: Sequence[tuple[str, str, bool, int | None]]) -> None:
     for _path, summary, has_problems, _tail in reports:
         if has_problems:
             warnings.warn(summary, DamagedFileWarning, stacklevel=3)
@@ -225,29 +220,29 @@ def _warn_reports(reports: Sequence[tuple[str, str, bool, Optional[int]]]) -> No
 def _warn_missing(
     logdir: str,
     all_runs: list[str],
-    runs: Optional[list[str]],
-    tags: Optional[list[str]],
+    runs: list[str] | None,
+    tags: list[str] | None,
     found_tags: Iterable[str],
     found_any: bool,
 ) -> None:
-    for run in runs or []:
-        if run not in all_runs:
-            warnings.warn(f"run {run!r} not found in {logdir!r}", HistoscopeWarning, stacklevel=3)
+    missing_runs = [run for run in runs or [] if run not in all_runs]
+    for run in missing_runs:
+        warnings.warn(f"run {run!r} not found in {logdir!r}", HistoscopeWarning, stacklevel=3)
     found = set(found_tags)
     for tag in tags or []:
         if tag not in found:
             warnings.warn(
                 f"histogram tag {tag!r} not found in {logdir!r}", HistoscopeWarning, stacklevel=3
             )
-    if not found_any and not tags:
+    if not found_any and not tags and not missing_runs:
         warnings.warn(f"no histograms found in {logdir!r}", HistoscopeWarning, stacklevel=3)
 
 
-def _tag_order(found: Iterable[str], tags: Optional[list[str]]) -> list[str]:
+def _tag_order(found: Iterable[str], tags: list[str] | None) -> list[str]:
     present = set(found)
     return [t for t in tags if t in present] if tags is not None else sorted(present)
 
 
-def _ordered(by_run: dict, runs: Optional[list[str]]) -> dict:
+def _ordered(by_run: dict, runs: list[str] | None) -> dict:
     order = [r for r in runs if r in by_run] if runs is not None else sorted(by_run)
     return {run: by_run[run] for run in order}
