@@ -405,6 +405,10 @@ def test_page_has_no_accessibility_violations(open_page, tmp_path, screenshot):
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
     screenshot(page, "drifting_chart_all_panels")
+    page.emulate_media(color_scheme="dark")
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
+    screenshot(page, "drifting_chart_all_panels_dark")
 
 
 def test_empty_chart_says_there_is_nothing_to_explore(open_page, tmp_path):
