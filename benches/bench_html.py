@@ -24,6 +24,7 @@ import argparse
 import time
 
 import numpy as np
+
 from histoscope import TensorBoardChart
 from histoscope.html import render
 

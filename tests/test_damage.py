@@ -7,8 +7,9 @@ import struct
 import warnings
 from pathlib import Path
 
-import histoscope
 import pytest
+
+import histoscope
 from histoscope import DamagedFileWarning
 
 

@@ -12,9 +12,10 @@ import json
 import warnings
 from pathlib import Path
 
-import histoscope
 import numpy as np
 import pytest
+
+import histoscope
 from histoscope import DamagedFileWarning
 
 NAMES = [

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
+
 from histoscope.chart import TensorBoardChart
 from histoscope.html import _notebook_html, _value_labels, render, save_html, show
-from playwright.sync_api import Page, expect
 
 pytest_plugins = ["browser"]  # the browser, open_page and screenshot fixtures
 

@@ -6,9 +6,10 @@ import shutil
 import warnings
 from pathlib import Path
 
-import histoscope
 import numpy as np
 import pytest
+
+import histoscope
 from histoscope import DamagedFileWarning, HistoscopeWarning, TensorBoardChart, _core
 
 

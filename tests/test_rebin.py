@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-from histoscope import _core
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from histoscope import _core
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 

@@ -18,6 +18,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
     ) from error
 
 from .chart import TensorBoardChart
+from .html import render, save_html, show
 from .reader import (
     DamagedFileWarning,
     HistogramSeries,
@@ -33,6 +34,9 @@ __all__ = [
     "TensorBoardChart",
     "load_histograms",
     "read_tensorboard_histograms",
+    "render",
+    "save_html",
+    "show",
 ]
 
 __version__ = "0.1.0"
