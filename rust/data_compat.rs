@@ -6,7 +6,7 @@
 
 use thiserror::Error;
 
-use crate::proto::{dtype, HistogramProto, TensorProto};
+use crate::proto::{dtype, HistogramProto, HistoscopeStats, TensorProto};
 
 /// Why a histogram value could not be turned into buckets.
 #[derive(Debug, Error, PartialEq)]
@@ -21,6 +21,8 @@ pub enum CompatError {
     ContentSize { got: usize, want: usize },
     #[error("histogram tensor has {got} values for {want} elements")]
     TooManyValues { got: usize, want: usize },
+    #[error("histoscope histogram has {counts} counts but {limits} bucket limits")]
+    EdgeCountMismatch { counts: usize, limits: usize },
 }
 
 /// The summary statistics some writers store beside the buckets; NaN where absent.
@@ -71,6 +73,20 @@ impl Stats {
             self.below,
             self.above,
         ]
+    }
+
+    /// The statistics histoscope stores beside its histograms.
+    pub fn of_histoscope(s: &HistoscopeStats) -> Stats {
+        Stats {
+            count: s.count,
+            min: s.min,
+            max: s.max,
+            mean: s.mean,
+            std: s.std,
+            nonfinite: s.nonfinite,
+            below: s.below,
+            above: s.above,
+        }
     }
 
     /// What a `HistogramProto` holds: count, min, max, and the sums that give mean and std.
@@ -125,6 +141,26 @@ pub fn legacy_buckets(h: &HistogramProto, out: &mut Vec<f64>) -> Result<(), Comp
             h.bucket_limit[i - 1]
         };
         let right = if i == end { h.max } else { h.bucket_limit[i] };
+        out.extend_from_slice(&[left, right, count]);
+    }
+    Ok(())
+}
+
+/// Appends every bin of a histogram histoscope wrote, the empty outer ones
+/// too: its first edge is stored beside the proto, the others are the limits.
+pub fn histoscope_buckets(
+    h: &HistogramProto,
+    first_edge: f64,
+    out: &mut Vec<f64>,
+) -> Result<(), CompatError> {
+    if h.bucket_limit.len() != h.bucket.len() {
+        return Err(CompatError::EdgeCountMismatch {
+            counts: h.bucket.len(),
+            limits: h.bucket_limit.len(),
+        });
+    }
+    let lefts = std::iter::once(first_edge).chain(h.bucket_limit.iter().copied());
+    for ((left, &right), &count) in lefts.zip(&h.bucket_limit).zip(&h.bucket) {
         out.extend_from_slice(&[left, right, count]);
     }
     Ok(())
@@ -249,7 +285,24 @@ mod tests {
             sum_squares: 0.0,
             bucket_limit: limits.to_vec(),
             bucket: counts.to_vec(),
+            histoscope: None,
         }
+    }
+
+    #[test]
+    fn histoscope_histograms_keep_every_bin() {
+        let h = histo(1.0, 2.0, &[1.0, 2.0, 3.0], &[0.0, 5.0, 0.0]);
+        let mut out = Vec::new();
+        histoscope_buckets(&h, 0.0, &mut out).unwrap();
+        assert_eq!(out, vec![0.0, 1.0, 0.0, 1.0, 2.0, 5.0, 2.0, 3.0, 0.0]);
+        let short = histo(1.0, 2.0, &[1.0], &[0.0, 5.0]);
+        assert_eq!(
+            histoscope_buckets(&short, 0.0, &mut out),
+            Err(CompatError::EdgeCountMismatch {
+                counts: 2,
+                limits: 1
+            })
+        );
     }
 
     fn buckets(h: &HistogramProto) -> Vec<f64> {

@@ -193,8 +193,18 @@ impl Decoder<'_> {
 fn legacy(histo: Bytes) -> Result<(Vec<f64>, Stats), String> {
     let h = HistogramProto::decode(histo).map_err(|e| format!("bad HistogramProto: {e}"))?;
     let mut buckets = Vec::new();
-    data_compat::legacy_buckets(&h, &mut buckets).map_err(|e| e.to_string())?;
-    Ok((buckets, Stats::of_legacy(&h)))
+    let stats = match &h.histoscope {
+        Some(ours) => {
+            data_compat::histoscope_buckets(&h, ours.first_edge, &mut buckets)
+                .map_err(|e| e.to_string())?;
+            Stats::of_histoscope(ours)
+        }
+        None => {
+            data_compat::legacy_buckets(&h, &mut buckets).map_err(|e| e.to_string())?;
+            Stats::of_legacy(&h)
+        }
+    };
+    Ok((buckets, stats))
 }
 
 /// The buckets of a tensor value; `None` for an unconfirmed tensor that is not

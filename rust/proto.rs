@@ -77,6 +77,35 @@ pub struct HistogramProto {
     pub bucket_limit: Vec<f64>,
     #[prost(double, repeated, tag = "7")]
     pub bucket: Vec<f64>,
+    /// histoscope's own statistics and first edge (docs/format.md); other
+    /// readers skip this unknown field.
+    #[prost(message, optional, tag = "1000")]
+    pub histoscope: Option<HistoscopeStats>,
+}
+
+/// What histoscope stores beside a `HistogramProto`: the first bin edge (so
+/// that every bin reads back, the empty outer ones too) and the statistics
+/// of the finite values that the proto cannot hold.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HistoscopeStats {
+    #[prost(double, tag = "1")]
+    pub first_edge: f64,
+    #[prost(double, tag = "2")]
+    pub count: f64,
+    #[prost(double, tag = "3")]
+    pub min: f64,
+    #[prost(double, tag = "4")]
+    pub max: f64,
+    #[prost(double, tag = "5")]
+    pub mean: f64,
+    #[prost(double, tag = "6")]
+    pub std: f64,
+    #[prost(double, tag = "7")]
+    pub nonfinite: f64,
+    #[prost(double, tag = "8")]
+    pub below: f64,
+    #[prost(double, tag = "9")]
+    pub above: f64,
 }
 
 /// `tensorflow.TensorProto`, restricted to the numeric encodings histograms use.
