@@ -5,6 +5,7 @@
 pub mod chart;
 pub mod data_compat;
 pub mod event_file;
+pub mod event_stream;
 pub mod event_writer;
 pub mod logdir;
 pub mod masked_crc;

@@ -175,7 +175,38 @@ fn run_name(root: &Path, dir: &Path) -> String {
 
 /// Reads the selected runs of `logdir`, every events file on its own core.
 pub fn load_logdir(logdir: &Path, selection: &Selection) -> Result<Logdir, LogdirError> {
-    let found = discover_runs(logdir)?;
+    Ok(load_runs(discover_runs(logdir)?, selection))
+}
+
+/// Reads the selected runs of several log directories as one, every events file
+/// of all of them on its own core. Each `(name, path)` names its runs `name/run`,
+/// and its root run `name`, so runs of different directories never merge;
+/// `selection.runs` holds such names.
+pub fn load_logdirs(
+    logdirs: &[(String, PathBuf)],
+    selection: &Selection,
+) -> Result<Logdir, LogdirError> {
+    let mut found = Vec::new();
+    for (name, path) in logdirs {
+        found.extend(discover_runs(path)?.into_iter().map(|run| RunFiles {
+            name: qualified_run_name(name, &run.name),
+            files: run.files,
+        }));
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(load_runs(found, selection))
+}
+
+/// The name of run `run` of the log directory called `logdir` among several.
+pub fn qualified_run_name(logdir: &str, run: &str) -> String {
+    if run == "." {
+        logdir.to_owned()
+    } else {
+        format!("{logdir}/{run}")
+    }
+}
+
+fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
     let runs: Vec<String> = found.iter().map(|r| r.name.clone()).collect();
     let chosen: Vec<&RunFiles> = found
         .iter()
@@ -209,7 +240,7 @@ pub fn load_logdir(logdir: &Path, selection: &Selection) -> Result<Logdir, Logdi
         out.series.extend(series);
         out.reports.extend(reports);
     }
-    Ok(out)
+    out
 }
 
 /// Replays one run's files in order into one series per histogram tag.
@@ -243,6 +274,63 @@ pub fn merge_run(run: &str, files: Vec<FileContents>) -> (Vec<Series>, Vec<FileR
     }
     let series = series.into_values().filter(|s| !s.is_empty()).collect();
     (series, reports)
+}
+
+/// Frees a file's buckets, keeping what [`surviving_entries`] needs: tags, steps, restarts.
+pub fn drop_buckets(file: &mut FileContents) {
+    for entry in &mut file.entries {
+        if let Entry::Histogram { point, .. } = entry {
+            point.buckets = Vec::new();
+        }
+    }
+}
+
+/// Which entries of each of a run's files (in order) survive its replay by [`merge_run`].
+///
+/// This lets a run of several files be read one file at a time with the result of
+/// reading it whole: a first pass finds the survivors (the files may have had
+/// their buckets dropped), a second reads each file again and passes it through
+/// [`keep_entries`]. Restarts in a later file can drop points of an earlier one,
+/// so no file's points are final before every file of its run has been seen.
+pub fn surviving_entries(files: Vec<FileContents>) -> Vec<Vec<bool>> {
+    let mut keep: Vec<Vec<bool>> = files.iter().map(|f| vec![false; f.entries.len()]).collect();
+    let mut marked = files;
+    for (i, file) in marked.iter_mut().enumerate() {
+        for (j, entry) in file.entries.iter_mut().enumerate() {
+            if let Entry::Histogram { point, .. } = entry {
+                // One bucket carrying where the point came from through the replay.
+                point.buckets = vec![i as f64, j as f64, 0.0];
+            }
+        }
+    }
+    let (series, _) = merge_run("", marked);
+    for s in &series {
+        for k in 0..s.len() {
+            let origin = s.step_buckets(k);
+            keep[origin[0] as usize][origin[1] as usize] = true;
+        }
+    }
+    keep
+}
+
+/// Keeps only the entries of `file` that `keep` marks, as found by
+/// [`surviving_entries`]: merged alone, the file then gives exactly its share of
+/// its run. Entries past the end of `keep` (a file that grew since) are dropped.
+pub fn keep_entries(file: &mut FileContents, keep: &[bool]) {
+    let entries = std::mem::take(&mut file.entries);
+    file.entries = entries
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(entry, &kept)| match entry {
+            // Already checked against the whole run: no more plugin or restart decisions.
+            Entry::Histogram { tag, point, .. } if kept => Some(Entry::Histogram {
+                tag,
+                point,
+                confirmed: true,
+            }),
+            _ => None,
+        })
+        .collect();
 }
 
 #[cfg(test)]
@@ -350,6 +438,103 @@ mod tests {
             discover_runs(&file_path),
             Err(LogdirError::NotADirectory(_))
         ));
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn files_read_one_by_one_through_survivors_equal_the_whole_run() {
+        let unconfirmed = |tag: &str, step| Entry::Histogram {
+            tag: tag.into(),
+            point: point(step, 9.0),
+            confirmed: false,
+        };
+        let make = || {
+            let mut first = file(vec![
+                histogram("a", 0, 1.0),
+                histogram("a", 1, 1.0),
+                histogram("b", 0, 1.0),
+                histogram("a", 2, 1.0),
+                histogram("b", 5, 1.0),
+            ]);
+            first.plugins.insert("t".into(), HISTOGRAM_PLUGIN.into());
+            let second = file(vec![
+                histogram("a", 1, 2.0),
+                unconfirmed("t", 1),
+                unconfirmed("u", 1),
+                Entry::Start { step: 4 },
+                histogram("b", 6, 2.0),
+            ]);
+            let third = file(vec![histogram("a", 2, 3.0), histogram("a", 3, 3.0)]);
+            vec![first, second, third]
+        };
+        let (whole, _) = merge_run("r", make());
+        let mut skeletons = make();
+        skeletons.iter_mut().for_each(drop_buckets);
+        let keep = surviving_entries(skeletons);
+        assert_eq!(
+            keep,
+            vec![
+                vec![true, false, true, false, false],
+                vec![true, true, false, false, true],
+                vec![true, true],
+            ]
+        );
+        let mut pieces: BTreeMap<String, Series> = BTreeMap::new();
+        for (mut f, keep) in make().into_iter().zip(&keep) {
+            keep_entries(&mut f, keep);
+            for s in merge_run("r", vec![f]).0 {
+                let whole = pieces
+                    .entry(s.tag.clone())
+                    .or_insert_with(|| Series::new("r", &s.tag));
+                for i in 0..s.len() {
+                    whole.push(Point {
+                        step: s.steps[i],
+                        wall_time: s.wall_times[i],
+                        buckets: s.step_buckets(i).to_vec(),
+                        stats: s.stats[i],
+                    });
+                }
+            }
+        }
+        // Stats are all NaN here, which never compare equal: compare the rest.
+        let view = |s: &Series| {
+            (
+                s.tag.clone(),
+                s.steps.clone(),
+                s.wall_times.clone(),
+                s.buckets.clone(),
+                s.offsets.clone(),
+            )
+        };
+        let pieces: Vec<_> = pieces.values().map(view).collect();
+        assert_eq!(pieces, whole.iter().map(view).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn several_logdirs_name_runs_by_their_directory() {
+        let root = std::env::temp_dir().join(format!("histoscope-several-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for dir in ["one/train", "two"] {
+            fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        fs::write(root.join("one/train/events.out.tfevents.1"), b"").unwrap();
+        fs::write(root.join("two/events.out.tfevents.1"), b"").unwrap();
+        let logdirs = vec![
+            ("b".to_owned(), root.join("one")),
+            ("a".to_owned(), root.join("two")),
+        ];
+        let all = load_logdirs(&logdirs, &Selection::default()).unwrap();
+        assert_eq!(all.runs, vec!["a", "b/train"]);
+        assert_eq!(all.reports.len(), 2);
+        let selection = Selection {
+            runs: Some(["b/train".to_owned()].into()),
+            tags: None,
+        };
+        let chosen = load_logdirs(&logdirs, &selection).unwrap();
+        assert_eq!(chosen.reports.len(), 1);
+        assert!(chosen.reports[0]
+            .path
+            .ends_with("one/train/events.out.tfevents.1"));
         fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -5,13 +5,14 @@ from __future__ import annotations
 import operator
 import os
 import warnings
-from collections.abc import Iterable, Sequence
-from typing import Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Union
 
 import numpy as np
 
 from . import _core
 from .chart import TensorBoardChart
+from .storage import LogdirRef, find_runs, read_runs, resolve_logdirs
 
 __all__ = [
     "DamagedFileWarning",
@@ -22,6 +23,7 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+Logdirs = Union[PathLike, Sequence[PathLike]]
 
 
 class HistoscopeWarning(UserWarning):
@@ -96,15 +98,23 @@ class HistogramSeries:
 
 
 def load_histograms(
-    logdir: PathLike,
+    logdir: Logdirs,
     *,
     tags: Iterable[str] | None = None,
     runs: Iterable[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, HistogramSeries]]:
     """Reads every histogram under ``logdir``, keyed by tag, then run, buckets as stored.
 
     Runs are the directories holding events files (``.`` for ``logdir`` itself),
     read on all cores. Damaged records are skipped with a `DamagedFileWarning`.
+
+    ``logdir`` may also be a list of log directories or a glob pattern: their
+    runs are then named ``<logdir>/<run>`` (the root run ``<logdir>``), so runs
+    of different directories never merge, and ``runs`` takes such names. A URL
+    with a scheme fsspec knows (``s3://``, ``gs://``, ``az://``, ``hf://``,
+    ``file://``) is streamed through fsspec (``pip install 'histoscope[cloud]'``),
+    with ``storage_options`` passed to its filesystem (``{"endpoint_url": ...}``).
 
     Example:
         >>> import histoscope
@@ -112,24 +122,26 @@ def load_histograms(
         >>> data["weights"]["train"].buckets[0].shape  # doctest: +SKIP
         (30, 3)
     """
-    logdir = _check_logdir(logdir)
+    logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
-    all_runs, series, reports = _core.load_histograms(logdir, run_list, tag_list)
+    all_runs, series, reports = _read_series(logdirs, several, run_list, tag_list)
     _warn_reports(reports)
     by_tag: dict[str, dict[str, HistogramSeries]] = {}
     for run, tag, *arrays in series:
         by_tag.setdefault(tag, {})[run] = HistogramSeries(run, tag, *arrays)
-    _warn_missing(logdir, all_runs, run_list, tag_list, by_tag.keys(), bool(series))
+    where = _describe(logdirs)
+    _warn_missing(where, all_runs, run_list, tag_list, by_tag.keys(), bool(series))
     return {tag: _ordered(by_tag[tag], run_list) for tag in _tag_order(by_tag.keys(), tag_list)}
 
 
 def read_tensorboard_histograms(
-    logdir: PathLike,
+    logdir: Logdirs,
     *,
     tags: Iterable[str] | None = None,
     runs: Iterable[str] | None = None,
     bins: int = 30,
     max_steps: int | None = 51,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[TensorBoardChart]:
     """Reads the histograms under ``logdir`` as charts, one per tag and run.
 
@@ -138,6 +150,8 @@ def read_tensorboard_histograms(
     proportion to the overlap), after thinning to at most ``max_steps`` steps
     evenly spaced, the first and last always kept (``None`` keeps all).
     Charts come in the order of ``tags`` (default: sorted), then of runs.
+    ``logdir`` and ``storage_options`` are as for `load_histograms`: several log
+    directories, glob patterns and fsspec URLs are read too.
 
     Example:
         >>> import histoscope
@@ -145,12 +159,12 @@ def read_tensorboard_histograms(
         >>> charts[0].counts.shape  # doctest: +SKIP
         (20, 40)
     """
-    logdir = _check_logdir(logdir)
+    logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
     bins = _positive_int(bins, "bins", minimum=1)
     if max_steps is not None:
         max_steps = _positive_int(max_steps, "max_steps", minimum=2)
-    all_runs, charts, reports = _core.read_charts(logdir, bins, max_steps, run_list, tag_list)
+    all_runs, charts, reports = _read_charts(logdirs, several, bins, max_steps, run_list, tag_list)
     _warn_reports(reports)
     by_tag: dict[str, dict[str, TensorBoardChart]] = {}
     for run, tag, steps, wall_times, edges, counts, lost_buckets, lost_count in charts:
@@ -164,12 +178,57 @@ def read_tensorboard_histograms(
         by_tag.setdefault(tag, {})[run] = TensorBoardChart(
             tag=tag, run=run, steps=steps, wall_times=wall_times, edges=edges, counts=counts
         )
-    _warn_missing(logdir, all_runs, run_list, tag_list, by_tag.keys(), bool(charts))
+    where = _describe(logdirs)
+    _warn_missing(where, all_runs, run_list, tag_list, by_tag.keys(), bool(charts))
     return [
         chart
         for tag in _tag_order(by_tag.keys(), tag_list)
         for chart in _ordered(by_tag[tag], run_list).values()
     ]
+
+
+def _core_logdirs(logdirs: list[LogdirRef], several: bool) -> str | list[tuple[str, str]]:
+    """The ``logdir`` argument of the Rust core: one path, or (name, path) pairs."""
+    return [(ref.name, ref.path) for ref in logdirs] if several else logdirs[0].path
+
+
+def _read_series(
+    logdirs: list[LogdirRef], several: bool, runs: list[str] | None, tags: list[str] | None
+) -> tuple[list[str], list[tuple], list[tuple]]:
+    """(every run name, series tuples, report tuples), as ``_core.load_histograms`` gives them."""
+    if all(ref.is_local for ref in logdirs):
+        return _core.load_histograms(_core_logdirs(logdirs, several), runs, tags)
+    found = find_runs(logdirs, several)
+    chosen = [run for run in found if runs is None or run.name in runs]
+    series, reports = read_runs(chosen, tags)
+    return [run.name for run in found], series, reports
+
+
+def _read_charts(
+    logdirs: list[LogdirRef],
+    several: bool,
+    bins: int,
+    max_steps: int | None,
+    runs: list[str] | None,
+    tags: list[str] | None,
+) -> tuple[list[str], list[tuple], list[tuple]]:
+    """(every run name, chart tuples, report tuples), as ``_core.read_charts`` gives them."""
+    if all(ref.is_local for ref in logdirs):
+        return _core.read_charts(_core_logdirs(logdirs, several), bins, max_steps, runs, tags)
+    all_runs, series, reports = _read_series(logdirs, several, runs, tags)
+    charts = []
+    for run, tag, steps, wall_times, flat, offsets, _stats in series:
+        kept = _core.thin_indices(len(steps), max_steps)
+        buckets = [flat[offsets[i] : offsets[i + 1]] for i in kept]
+        edges, counts, lost_buckets, lost_count = _core.rebin(buckets, bins)
+        charts.append(
+            (run, tag, steps[kept], wall_times[kept], edges, counts, lost_buckets, lost_count)
+        )
+    return all_runs, charts, reports
+
+
+def _describe(logdirs: list[LogdirRef]) -> str:
+    return " or ".join(repr(ref.name) for ref in logdirs)
 
 
 def _check_logdir(logdir: PathLike) -> str:
@@ -227,15 +286,15 @@ def _warn_missing(
 ) -> None:
     missing_runs = [run for run in runs or [] if run not in all_runs]
     for run in missing_runs:
-        warnings.warn(f"run {run!r} not found in {logdir!r}", HistoscopeWarning, stacklevel=3)
+        warnings.warn(f"run {run!r} not found in {logdir}", HistoscopeWarning, stacklevel=3)
     found = set(found_tags)
     for tag in tags or []:
         if tag not in found:
             warnings.warn(
-                f"histogram tag {tag!r} not found in {logdir!r}", HistoscopeWarning, stacklevel=3
+                f"histogram tag {tag!r} not found in {logdir}", HistoscopeWarning, stacklevel=3
             )
     if not found_any and not tags and not missing_runs:
-        warnings.warn(f"no histograms found in {logdir!r}", HistoscopeWarning, stacklevel=3)
+        warnings.warn(f"no histograms found in {logdir}", HistoscopeWarning, stacklevel=3)
 
 
 def _tag_order(found: Iterable[str], tags: list[str] | None) -> list[str]:

@@ -1,7 +1,6 @@
 //! The Python bindings, `histoscope._core`: argument conversion and GIL release, nothing else.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
@@ -9,9 +8,11 @@ use pyo3::prelude::*;
 
 use crate::chart::{charts, Chart};
 use crate::data_compat::Stats;
-use crate::logdir::{load_logdir, Logdir, LogdirError, Selection, Series};
+use crate::logdir::{Logdir, LogdirError, Selection, Series};
 use crate::rebin::{rebin, thin_indices};
 use crate::report::FileReport;
+
+mod batch;
 
 impl From<LogdirError> for PyErr {
     fn from(e: LogdirError) -> PyErr {
@@ -101,14 +102,15 @@ fn chart_tuple(py: Python<'_>, c: Chart, bins: usize) -> PyResult<ChartTuple<'_>
     ))
 }
 
-/// Reads every histogram of the selected runs and tags of `logdir`.
+/// Reads every histogram of the selected runs and tags of `logdir`: a path, or
+/// several `(name, path)` pairs whose runs are named `name/run`.
 ///
 /// Returns (every run name, series tuples, report tuples).
 #[pyfunction]
 #[pyo3(signature = (logdir, runs=None, tags=None))]
 fn load_histograms<'py>(
     py: Python<'py>,
-    logdir: PathBuf,
+    logdir: batch::Logdirs,
     runs: Option<Vec<String>>,
     tags: Option<Vec<String>>,
 ) -> PyResult<(Vec<String>, Vec<SeriesTuple<'py>>, Vec<ReportTuple>)> {
@@ -117,7 +119,7 @@ fn load_histograms<'py>(
         runs,
         series,
         reports,
-    } = py.detach(|| load_logdir(&logdir, &selection))?;
+    } = py.detach(|| logdir.load(&selection))?;
     let series = series
         .into_iter()
         .map(|s| series_tuple(py, s))
@@ -129,14 +131,14 @@ fn load_histograms<'py>(
     ))
 }
 
-/// Reads the selected histograms of `logdir` as charts: thinned and rebinned.
+/// Reads the selected histograms of `logdir` (as for `load_histograms`) as charts: thinned and rebinned.
 ///
 /// Returns (every run name, chart tuples, report tuples).
 #[pyfunction]
 #[pyo3(signature = (logdir, bins, max_steps, runs=None, tags=None))]
 fn read_charts<'py>(
     py: Python<'py>,
-    logdir: PathBuf,
+    logdir: batch::Logdirs,
     bins: usize,
     max_steps: Option<usize>,
     runs: Option<Vec<String>>,
@@ -147,7 +149,7 @@ fn read_charts<'py>(
     }
     let selection = selection(runs, tags);
     let (logdir, charts) = py.detach(|| -> Result<_, LogdirError> {
-        let mut logdir = load_logdir(&logdir, &selection)?;
+        let mut logdir = logdir.load(&selection)?;
         let charts = charts(&logdir.series, bins, max_steps);
         logdir.series = Vec::new();
         Ok((logdir, charts))
@@ -214,5 +216,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rebin_steps, m)?)?;
     m.add_function(wrap_pyfunction!(thin, m)?)?;
     m.add("STAT_NAMES", Stats::NAMES.to_vec())?;
+    batch::register(m)?;
     Ok(())
 }

@@ -1,0 +1,226 @@
+"""Where log directories live: local paths, glob patterns and fsspec URLs, and their runs' files.
+
+A local file is read by the Rust core directly. A file behind a URL (``s3://``,
+``gs://``, ``az://``, ``hf://``, ``file://``: any protocol fsspec knows) is read
+through fsspec in chunks of `CHUNK_BYTES` and fed to the Rust decoder as it
+arrives, so nothing is downloaded whole to disk.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from . import _core
+
+__all__ = ["CHUNK_BYTES", "EventFileRef", "LogdirRef", "RunRef", "find_runs", "resolve_logdirs"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: How much of a remote events file is fetched at a time.
+CHUNK_BYTES = 8 * 1024 * 1024
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_GLOB = re.compile(r"[*?[]")
+_FETCH_THREADS = 8
+
+
+@dataclass(frozen=True)
+class EventFileRef:
+    """One events file: a local path (``fs`` None) or a path on an fsspec filesystem."""
+
+    path: str
+    size: int | None = None
+    fs: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def display(self) -> str:
+        """The file as named in reports: the local path or the URL."""
+        return self.path if self.fs is None else self.fs.unstrip_protocol(self.path)
+
+    def decode(self, tags: list[str] | None = None) -> _core.DecodedFile:
+        """Reads the file, streaming it in chunks when it is remote."""
+        if self.fs is None:
+            return _core.decode_file(self.path, tags)
+        stream = _core.EventStream(self.display, self.size, tags)
+        with self.fs.open(self.path, "rb", block_size=CHUNK_BYTES) as source:
+            while chunk := source.read(CHUNK_BYTES):
+                stream.feed(chunk)
+        return stream.finish()
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A run: its name and its events files in reading order."""
+
+    name: str
+    files: tuple[EventFileRef, ...]
+
+
+@dataclass(frozen=True)
+class LogdirRef:
+    """One log directory: ``name`` prefixes its runs when several are read together."""
+
+    name: str
+    path: str
+    fs: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_local(self) -> bool:
+        return self.fs is None
+
+
+def resolve_logdirs(
+    logdir: PathLike | Sequence[PathLike], storage_options: Mapping[str, Any] | None = None
+) -> tuple[list[LogdirRef], bool]:
+    """The log directories named by ``logdir``, and whether several were asked for.
+
+    ``logdir`` is a path or URL, a glob pattern of them, or a list of either.
+    Several are asked for by a list or a pattern (even when it matches one
+    directory), so run names do not depend on how many directories matched.
+    """
+    several = not isinstance(logdir, (str, os.PathLike))
+    if several:
+        if not isinstance(logdir, Iterable):
+            raise TypeError(
+                "logdir must be a path (str or os.PathLike) or a list of them, "
+                f"got {type(logdir).__name__}"
+            )
+        items = list(logdir)
+        if not items:
+            raise ValueError("logdir must name at least one log directory, got an empty list")
+    else:
+        items = [logdir]
+    found: list[LogdirRef] = []
+    for item in items:
+        path = _text_path(item)
+        matches, pattern = _expand(path, storage_options)
+        several = several or pattern
+        found.extend(matches)
+    unique = list({ref.name: ref for ref in found}.values())
+    if several:
+        _check_disjoint(unique)
+    return unique, several
+
+
+def _text_path(item: object) -> str:
+    if not isinstance(item, (str, os.PathLike)):
+        raise TypeError(f"logdir must be a path (str or os.PathLike), got {type(item).__name__}")
+    path = os.fspath(item)
+    if not isinstance(path, str):
+        raise TypeError("logdir must be a text path, not bytes")
+    return path
+
+
+def _expand(path: str, storage_options: Mapping[str, Any] | None) -> tuple[list[LogdirRef], bool]:
+    """The directories ``path`` names (a pattern may name several), and whether it was a pattern."""
+    if _URL.match(path):
+        fs, root = _filesystem(path, storage_options)
+        if _GLOB.search(root) and not fs.isdir(root):
+            matches = sorted(p for p in fs.glob(root) if fs.isdir(p))
+            if not matches:
+                raise FileNotFoundError(f"no log directory matches {path!r}")
+            return [LogdirRef(fs.unstrip_protocol(p).rstrip("/"), p, fs) for p in matches], True
+        if not fs.isdir(root):
+            raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
+        return [LogdirRef(path.rstrip("/"), root, fs)], False
+    if _GLOB.search(path) and not os.path.isdir(path):
+        matches = sorted(p for p in glob.glob(path) if os.path.isdir(p))
+        if not matches:
+            raise FileNotFoundError(f"no log directory matches {path!r}")
+        return [LogdirRef(_local_name(p), p) for p in matches], True
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
+    return [LogdirRef(_local_name(path), path)], False
+
+
+def _local_name(path: str) -> str:
+    return os.path.normpath(path).replace(os.sep, "/")
+
+
+def _filesystem(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, str]:
+    try:
+        import fsspec
+    except ImportError as error:
+        raise ImportError(
+            f"reading {url!r} needs fsspec and the filesystem for its scheme: "
+            "pip install 'histoscope[cloud]'"
+        ) from error
+    fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    return fs, root.rstrip("/") or root
+
+
+def _check_disjoint(logdirs: list[LogdirRef]) -> None:
+    """Refuses a directory inside another: its files would be read twice, as two runs."""
+    keys = sorted(
+        (_identity(ref), ref.name) for ref in logdirs
+    )  # a parent sorts right before its children
+    for (outer, outer_name), (inner, inner_name) in zip(keys, keys[1:]):
+        if inner.startswith(outer.rstrip("/") + "/"):
+            raise ValueError(
+                f"log directories overlap: {inner_name!r} is inside {outer_name!r}; "
+                "pass only the outer one"
+            )
+
+
+def _identity(ref: LogdirRef) -> str:
+    if ref.fs is None:
+        return os.path.realpath(ref.path).replace(os.sep, "/")
+    return ref.fs.unstrip_protocol(ref.path).rstrip("/")
+
+
+def find_runs(logdirs: Sequence[LogdirRef], several: bool) -> list[RunRef]:
+    """Every run of ``logdirs``, sorted by name; with ``several``, named ``<logdir>/<run>``."""
+    runs: list[RunRef] = []
+    for ref in logdirs:
+        for run, files in _runs_of(ref):
+            name = _qualified(ref.name, run) if several else run
+            runs.append(RunRef(name, files))
+    return sorted(runs, key=lambda r: r.name)
+
+
+def _qualified(logdir: str, run: str) -> str:
+    """As the Rust core names runs of several log directories: the root run is the logdir."""
+    return logdir if run == "." else f"{logdir}/{run}"
+
+
+def _runs_of(ref: LogdirRef) -> list[tuple[str, tuple[EventFileRef, ...]]]:
+    if ref.is_local:
+        return [
+            (name, tuple(EventFileRef(os.fspath(f)) for f in files))
+            for name, files in _core.discover_runs(ref.path)
+        ]
+    by_dir: dict[str, list[EventFileRef]] = {}
+    root = ref.path.rstrip("/")
+    for path, info in ref.fs.find(root, detail=True).items():
+        if "tfevents" not in path.rsplit("/", 1)[-1] or info.get("type") != "file":
+            continue
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        relative = parent[len(root) :].strip("/") if parent.startswith(root) else parent
+        by_dir.setdefault(relative or ".", []).append(EventFileRef(path, info.get("size"), ref.fs))
+    return [
+        (run, tuple(sorted(files, key=lambda f: f.path))) for run, files in sorted(by_dir.items())
+    ]
+
+
+def read_runs(runs: Sequence[RunRef], tags: list[str] | None) -> tuple[list[tuple], list[tuple]]:
+    """Reads ``runs`` file by file (several files at once) and merges each run.
+
+    Returns (series tuples, report tuples) as ``_core.load_histograms`` does.
+    """
+    files = [f for run in runs for f in run.files]
+    workers = max(1, min(_FETCH_THREADS, len(files)))
+    with ThreadPoolExecutor(workers, thread_name_prefix="histoscope-fetch") as pool:
+        decoded = iter(list(pool.map(lambda f: f.decode(tags), files)))
+    series: list[tuple] = []
+    reports: list[tuple] = []
+    for run in runs:
+        run_series, run_reports = _core.merge_files(run.name, [next(decoded) for _ in run.files])
+        series.extend(run_series)
+        reports.extend(run_reports)
+    return series, reports
