@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -41,6 +42,58 @@ def _list_logdir(logdir: str, out: TextIO) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    """Streams the histograms of the log directories into a Parquet file."""
+    from .export import export_parquet, print_summary
+
+    logdirs = args.logdir[0] if len(args.logdir) == 1 else args.logdir
+    summary = export_parquet(
+        logdirs,
+        args.output,
+        tags=args.tags,
+        runs=args.runs,
+        storage_options=dict(args.storage_option) or None,
+        progress=sys.stderr if sys.stderr.isatty() else None,
+    )
+    print_summary(summary, sys.stderr)
+    return 0
+
+
+def _storage_option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _add_export(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser(
+        "export",
+        help="stream the histograms of log directories into a Parquet file, one row per step",
+        description="Writes one row per (run, tag, step) with wall_time, the buckets as lists "
+        "(left, right, count) and the statistics, one row group per events file. With several "
+        "log directories (or a quoted glob pattern) runs are named <logdir>/<run>.",
+    )
+    export.add_argument(
+        "logdir", nargs="+", help="log directories, glob patterns or fsspec URLs (s3://...)"
+    )
+    export.add_argument("-o", "--output", required=True, help="the Parquet file to write")
+    export.add_argument("--tags", nargs="+", metavar="TAG", help="only these histogram tags")
+    export.add_argument("--runs", nargs="+", metavar="RUN", help="only these runs")
+    export.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        type=_storage_option,
+        metavar="KEY=VALUE",
+        help="an fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable)",
+    )
+    export.set_defaults(run=_export)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="histoscope", description="Read, log and show the histograms of ML training."
@@ -50,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
         "ls", help="list runs, histogram tags, step ranges and damaged files of a log directory"
     )
     ls.add_argument("logdir", help="a TensorBoard log directory")
+    _add_export(commands)
     return parser
 
 
@@ -59,7 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "ls":
             return _list_logdir(args.logdir, sys.stdout)
-    except (FileNotFoundError, OSError) as error:
+        if hasattr(args, "run"):
+            return args.run(args)
+    except (FileNotFoundError, OSError, ImportError, ValueError) as error:
         print(f"histoscope: {error}", file=sys.stderr)
         return 2
     return 1

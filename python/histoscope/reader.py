@@ -6,13 +6,17 @@ import operator
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
 from . import _core
 from .chart import TensorBoardChart
 from .storage import LogdirRef, find_runs, read_runs, resolve_logdirs
+
+if TYPE_CHECKING:
+    import pandas
+    import pyarrow
 
 __all__ = [
     "DamagedFileWarning",
@@ -91,6 +95,19 @@ class HistogramSeries:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    def to_arrow(self) -> pyarrow.Table:
+        """One row per step, with bucket lists and statistics, as `histoscope.to_arrow`
+        makes them (needs ``pip install 'histoscope[arrow]'``)."""
+        from .tidy import to_arrow
+
+        return to_arrow(self)
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """`to_arrow` as a pandas DataFrame."""
+        from .tidy import to_pandas
+
+        return to_pandas(self)
 
     def __repr__(self) -> str:
         span = f"steps {self.steps[0]}..{self.steps[-1]}" if len(self.steps) else "no steps"

@@ -1,0 +1,184 @@
+"""Streaming log directories into one Parquet file of tidy rows, one events file at a time.
+
+Each events file is read, turned into rows (see `histoscope.tidy`) and written
+as its own row group before the next file is read, so memory holds one file's
+histograms (and the next file, read ahead while the current one is written),
+however large the log directories are. A run of several files is read twice:
+first for its steps alone, to know which values its restarts drop (a later
+file can drop steps of an earlier one), then file by file for the buckets.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from . import _core
+from .reader import Logdirs, _names
+from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
+from .tidy import SeriesParts, schema, table_of_parts
+
+__all__ = ["ExportSummary", "export_parquet", "file_parts"]
+
+
+@dataclass
+class ExportSummary:
+    """What an export wrote and what it had to skip."""
+
+    path: str
+    runs: int = 0
+    files: int = 0
+    rows: int = 0
+    bytes_read: int = 0
+    #: One line per file with damaged records skipped: the file, the records, the byte offsets.
+    damaged: list[str] = field(default_factory=list)
+    #: (file, byte offset) of each file whose last record was cut off (still being written?).
+    incomplete: list[tuple[str, int]] = field(default_factory=list)
+
+
+class Progress:
+    """A one-line progress display, redrawn in place with a carriage return."""
+
+    def __init__(self, stream: TextIO, files: int, total_bytes: int) -> None:
+        self.stream, self.files, self.total_bytes = stream, files, total_bytes
+
+    def update(self, summary: ExportSummary) -> None:
+        done = summary.bytes_read / self.total_bytes if self.total_bytes else 1.0
+        bar = "#" * int(done * 30)
+        self.stream.write(
+            f"\rexporting [{bar:<30}] {summary.files}/{self.files} files, "
+            f"{summary.bytes_read / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB, "
+            f"{summary.rows} rows"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def export_parquet(
+    logdir: Logdirs,
+    out: str | os.PathLike[str],
+    *,
+    tags: Iterable[str] | None = None,
+    runs: Iterable[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    progress: TextIO | None = None,
+) -> ExportSummary:
+    """Writes every histogram under ``logdir`` to the Parquet file ``out``, one row per
+    (run, tag, step), one row group per events file.
+
+    ``logdir``, ``tags``, ``runs`` and ``storage_options`` are as for
+    `histoscope.load_histograms`. ``progress``, if given, is a terminal to draw a
+    progress line on. The file is written under a temporary name and renamed
+    when complete. Needs ``pip install 'histoscope[arrow]'``.
+    """
+    from .tidy import _pyarrow
+
+    _pyarrow()
+    import pyarrow.parquet as pq
+
+    logdirs, several = resolve_logdirs(logdir, storage_options)
+    tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
+    chosen = [r for r in find_runs(logdirs, several) if run_list is None or r.name in run_list]
+    out = os.fspath(out)
+    summary = ExportSummary(path=out, runs=len(chosen))
+    files = [f for run in chosen for f in run.files]
+    bar = Progress(progress, len(files), sum(_size(f) for f in files)) if progress else None
+    partial = f"{out}.partial"
+    try:
+        with pq.ParquetWriter(partial, schema(), compression="zstd") as writer:
+            for file, parts, reports in _read_file_by_file(chosen, tag_list):
+                if parts:
+                    table = table_of_parts(parts)
+                    writer.write_table(table)
+                    summary.rows += table.num_rows
+                summary.files += 1
+                summary.bytes_read += _size(file)
+                for path, line, has_problems, tail in reports:
+                    if has_problems:
+                        summary.damaged.append(line)
+                    if tail is not None:
+                        summary.incomplete.append((path, tail))
+                if bar:
+                    bar.update(summary)
+        os.replace(partial, out)
+    finally:
+        if bar:
+            bar.close()
+        if os.path.exists(partial):
+            os.remove(partial)
+    return summary
+
+
+def file_parts(
+    run: RunRef, tags: list[str] | None
+) -> Iterator[tuple[EventFileRef, list[SeriesParts], list[tuple]]]:
+    """Each file of ``run`` as (file, its series parts, its reports), in order, reading
+    one file at a time; the parts of all files together are the run's series."""
+    if len(run.files) == 1:
+        (file,) = run.files
+        yield (file, *_core.merge_files(run.name, [file.decode(tags)]))
+        return
+    for file, keep in zip(run.files, surviving_entries(run, tags)):
+        yield file, *file_share(run.name, file, keep, tags)
+
+
+def surviving_entries(run: RunRef, tags: list[str] | None) -> list[Any]:
+    """For each file of a run of several, which of its entries survive the run's restarts."""
+    skeletons = []
+    for file in run.files:
+        decoded = file.decode(tags)
+        decoded.drop_buckets()
+        skeletons.append(decoded)
+    return _core.surviving_entries(skeletons)
+
+
+def file_share(
+    run: str, file: EventFileRef, keep: Any, tags: list[str] | None
+) -> tuple[list[SeriesParts], list[tuple]]:
+    """The series and reports one file of a run of several contributes to it."""
+    decoded = file.decode(tags)
+    decoded.keep(keep)
+    return _core.merge_files(run, [decoded])
+
+
+def _read_file_by_file(
+    runs: Sequence[RunRef], tags: list[str] | None
+) -> Iterator[tuple[EventFileRef, list[SeriesParts], list[tuple]]]:
+    """Every file of ``runs`` in order; the next file is read while the caller writes this one."""
+    pieces = (piece for run in runs for piece in file_parts(run, tags))
+    with ThreadPoolExecutor(1, thread_name_prefix="histoscope-export") as reader:
+        ahead = reader.submit(next, pieces, None)
+        while (piece := ahead.result()) is not None:
+            ahead = reader.submit(next, pieces, None)
+            yield piece
+
+
+def _size(file: EventFileRef) -> int:
+    if file.size is not None:
+        return file.size
+    try:
+        return os.path.getsize(file.path)
+    except OSError:
+        return 0
+
+
+def print_summary(summary: ExportSummary, out: TextIO = sys.stderr) -> None:
+    """The lines `histoscope export` ends with."""
+    print(
+        f"wrote {summary.rows} rows from {summary.files} events files "
+        f"({summary.runs} runs, {summary.bytes_read / 1e6:.1f} MB) to {summary.path}",
+        file=out,
+    )
+    if summary.damaged:
+        print("skipped as damaged:", file=out)
+        for line in summary.damaged:
+            print(f"  {line}", file=out)
+    for path, offset in summary.incomplete:
+        print(f"incomplete last record (still being written?): {path} at byte {offset}", file=out)

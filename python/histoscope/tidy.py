@@ -1,0 +1,177 @@
+"""Histograms as tidy tables: one row per (run, tag, step), for Arrow, pandas and Parquet.
+
+Columns: ``run``, ``tag``, ``step`` (int64), ``wall_time`` (float64); the
+buckets as lists, one element per bucket: ``left``, ``right``, ``count``
+(float64); then the statistics, float64, NaN where the writer stored none:
+``num`` (the number of values, HistogramProto's name for it, as ``count``
+holds the buckets), ``min``, ``max``, ``mean``, ``std``, ``nonfinite``,
+``below``, ``above``.
+
+pyarrow (and pandas for `to_pandas`) are optional: ``pip install 'histoscope[arrow]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+
+from . import _core
+
+if TYPE_CHECKING:
+    import pandas
+    import pyarrow
+
+    from .reader import HistogramSeries
+
+__all__ = ["COLUMNS", "schema", "to_arrow", "to_pandas"]
+
+#: The statistics columns, in the order of ``_core.STAT_NAMES`` (``count`` renamed ``num``).
+STAT_COLUMNS = tuple("num" if name == "count" else name for name in _core.STAT_NAMES)
+#: Every column, in order.
+COLUMNS = ("run", "tag", "step", "wall_time", "left", "right", "count", *STAT_COLUMNS)
+
+#: (run, tag, steps, wall_times, flat buckets (n, 3), offsets (steps + 1), stats (steps, 8)),
+#: as the native module returns a series.
+SeriesParts = tuple[str, str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+SeriesInput = Union[
+    "HistogramSeries",
+    Mapping[str, Mapping[str, "HistogramSeries"]],
+    Iterable["HistogramSeries"],
+]
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+    except ImportError as error:
+        raise ImportError("tidy tables need pyarrow: pip install 'histoscope[arrow]'") from error
+    return pyarrow
+
+
+def schema() -> pyarrow.Schema:
+    """The Arrow schema of every tidy table (and of `histoscope export`'s Parquet files)."""
+    pa = _pyarrow()
+    buckets = pa.large_list(pa.float64())
+    return pa.schema(
+        [
+            ("run", pa.string()),
+            ("tag", pa.string()),
+            ("step", pa.int64()),
+            ("wall_time", pa.float64()),
+            ("left", buckets),
+            ("right", buckets),
+            ("count", buckets),
+            *[(name, pa.float64()) for name in STAT_COLUMNS],
+        ]
+    )
+
+
+def to_arrow(series: SeriesInput) -> pyarrow.Table:
+    """One row per (run, tag, step) of ``series``: what `load_histograms` returned,
+    one `HistogramSeries` or several; rows in that order, then by step.
+
+    Example:
+        >>> data = histoscope.load_histograms("runs/")  # doctest: +SKIP
+        >>> histoscope.to_arrow(data).column_names[:7]  # doctest: +SKIP
+        ['run', 'tag', 'step', 'wall_time', 'left', 'right', 'count']
+    """
+    return table_of_parts([_parts(s) for s in _flatten(series)])
+
+
+def to_pandas(series: SeriesInput) -> pandas.DataFrame:
+    """`to_arrow` as a pandas DataFrame; bucket columns hold one float64 array per row."""
+    table = to_arrow(series)
+    try:
+        import pandas  # noqa: F401
+    except ImportError as error:
+        raise ImportError("to_pandas needs pandas: pip install 'histoscope[arrow]'") from error
+    return table.to_pandas()
+
+
+def table_of_parts(parts: Sequence[SeriesParts]) -> pyarrow.Table:
+    """The tidy table of series as the native module returns them, built without a
+    Python loop over steps: bucket lists are views of the flat buckets through their offsets.
+    """
+    pa = _pyarrow()
+    lengths = np.array([len(p[2]) for p in parts], dtype=np.int64)
+    names = {
+        column: pa.array([p[i] for p in parts], pa.string()).take(
+            pa.array(np.repeat(np.arange(len(parts)), lengths))
+        )
+        for i, column in enumerate(("run", "tag"))
+    }
+    steps = _concat([p[2] for p in parts], np.int64)
+    wall_times = _concat([p[3] for p in parts], np.float64)
+    flat = _concat([p[4] for p in parts], np.float64).reshape(-1, 3)
+    stats = _concat([p[6] for p in parts], np.float64).reshape(-1, len(STAT_COLUMNS))
+    offsets = _joined_offsets([p[5] for p in parts])
+    lists = {
+        column: pa.LargeListArray.from_arrays(
+            pa.array(offsets), pa.array(np.ascontiguousarray(flat[:, i]))
+        )
+        for i, column in enumerate(("left", "right", "count"))
+    }
+    columns = [
+        names["run"],
+        names["tag"],
+        pa.array(steps),
+        pa.array(wall_times),
+        lists["left"],
+        lists["right"],
+        lists["count"],
+        *[pa.array(np.ascontiguousarray(stats[:, i])) for i in range(len(STAT_COLUMNS))],
+    ]
+    return pa.Table.from_arrays(columns, schema=schema())
+
+
+def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype)
+
+
+def _joined_offsets(offsets: list[np.ndarray]) -> np.ndarray:
+    """One offsets array for the series' buckets laid end to end."""
+    if not offsets:
+        return np.zeros(1, np.int64)
+    totals = np.array([o[-1] for o in offsets], dtype=np.int64)
+    shifts = np.concatenate([[0], np.cumsum(totals)[:-1]])
+    starts = [o[:-1] + shift for o, shift in zip(offsets, shifts)]
+    return np.concatenate([*starts, [totals.sum()]]).astype(np.int64)
+
+
+def _flatten(series: SeriesInput) -> list[HistogramSeries]:
+    from .reader import HistogramSeries
+
+    if isinstance(series, HistogramSeries):
+        return [series]
+    if isinstance(series, Mapping):
+        out = []
+        for tag, by_run in series.items():
+            if not isinstance(by_run, Mapping):
+                raise TypeError(
+                    "series must be what load_histograms returned (tag -> run -> "
+                    f"HistogramSeries), got {type(by_run).__name__} for tag {tag!r}"
+                )
+            out.extend(by_run.values())
+        series = out
+    items = list(series)
+    for item in items:
+        if not isinstance(item, HistogramSeries):
+            raise TypeError(
+                "series must hold HistogramSeries (as load_histograms returns them), "
+                f"got {type(item).__name__}"
+            )
+    return items
+
+
+def _parts(series: HistogramSeries) -> SeriesParts:
+    return (
+        series.run,
+        series.tag,
+        series.steps,
+        series.wall_times,
+        series._flat,
+        series._offsets,
+        series._stats,
+    )
