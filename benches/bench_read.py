@@ -9,7 +9,7 @@ the same run of this script, each contender reads it:
 
 - ``read floor``: every event file read fully from the page cache (after a
   warm-up read), the least any reader can cost;
-- ``histoscope.load_histograms(logdir)``;
+- ``histoscope.load_histograms(logdir)``, and every series' ``buckets``;
 - ``histoscope.read_tensorboard_histograms(logdir, max_steps=None)``;
 - TensorBoard's ``EventAccumulator``: one per run, histograms and tensors kept
   in full (size guidance 0), ``Reload()``, then ``Histograms(tag)`` per tag;
@@ -161,10 +161,20 @@ def setup_floor():
     return read_floor
 
 
+def touch_buckets(histograms: dict) -> dict:
+    """`histograms`, after asking every series for its buckets as a caller would.
+
+    histoscope makes a series' list of bucket arrays on first access, so
+    getting at the data includes that.
+    """
+    sum(len(series.buckets) for by_run in histograms.values() for series in by_run.values())
+    return histograms
+
+
 def setup_hs_load():
     import histoscope
 
-    return lambda logdir, runs: histoscope.load_histograms(logdir)
+    return lambda logdir, runs: touch_buckets(histoscope.load_histograms(logdir))
 
 
 def setup_hs_read():
@@ -193,7 +203,7 @@ def setup_event_accumulator():
 def setup_maidr_load():
     from maidr.tensorboard import load_histograms
 
-    return lambda logdir, runs: load_histograms(logdir, runs=runs)
+    return lambda logdir, runs: touch_buckets(load_histograms(logdir, runs=runs))
 
 
 def setup_maidr_read():
