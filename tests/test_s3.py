@@ -1,0 +1,164 @@
+"""Object storage: log directories in an S3 bucket served by moto on 127.0.0.1, via s3fs."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import histoscope
+from histoscope import DamagedFileWarning, storage
+from histoscope.cli import main
+from histoscope.tidy import to_pandas
+
+boto3 = pytest.importorskip("boto3")
+pytest.importorskip("s3fs")
+moto_server = pytest.importorskip("moto.server")
+
+BUCKET = "histograms"
+UPLOADED = ("torch_writer", "restart", "corrupt", "truncated", "tf2_summary")
+
+
+@pytest.fixture(scope="module")
+def s3(fixtures: Path) -> Iterator[dict[str, Any]]:
+    """storage_options for a bucket holding the fixtures under ``logs/``."""
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    credentials = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **credentials)
+    client.create_bucket(Bucket=BUCKET)
+    for name in UPLOADED:
+        for path in (fixtures / name).rglob("*"):
+            if path.is_file():
+                key = f"logs/{path.relative_to(fixtures).as_posix()}"
+                client.upload_file(str(path), BUCKET, key)
+    try:
+        yield {
+            "endpoint_url": endpoint,
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"region_name": "us-east-1"},
+            "skip_instance_cache": True,
+        }
+    finally:
+        server.stop()
+
+
+def _read(logdir: Any, **kwargs: Any) -> dict[str, dict[str, histoscope.HistogramSeries]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DamagedFileWarning)
+        return histoscope.load_histograms(logdir, **kwargs)
+
+
+def _assert_same(local: dict, remote: dict, rename: dict[str, str] | None = None) -> None:
+    rename = rename or {}
+    assert list(remote) == list(local)
+    for tag, by_run in local.items():
+        assert list(remote[tag]) == [rename.get(run, run) for run in by_run]
+        for run, want in by_run.items():
+            got = remote[tag][rename.get(run, run)]
+            np.testing.assert_array_equal(got.steps, want.steps)
+            np.testing.assert_array_equal(got.wall_times, want.wall_times)
+            assert len(got.buckets) == len(want.buckets)
+            for a, b in zip(got.buckets, want.buckets):
+                np.testing.assert_array_equal(a, b)
+            for name, values in want.stats.items():
+                np.testing.assert_array_equal(got.stats[name], values)
+
+
+@pytest.mark.parametrize("name", UPLOADED)
+def test_bucket_reads_equal_to_the_local_read(
+    fixtures: Path, s3: dict[str, Any], name: str
+) -> None:
+    remote = _read(f"s3://{BUCKET}/logs/{name}", storage_options=s3)
+    local = _read(fixtures / name)
+    assert local
+    _assert_same(local, remote)
+
+
+def test_small_chunks_split_records_and_still_read_the_same(
+    fixtures: Path, s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage, "CHUNK_BYTES", 777)
+    fed: list[int] = []
+    real = histoscope._core.EventStream
+
+    class CountingStream:
+        def __init__(self, *args: Any) -> None:
+            self.stream = real(*args)
+
+        def feed(self, chunk: bytes) -> None:
+            fed.append(len(chunk))
+            self.stream.feed(chunk)
+
+        def finish(self) -> Any:
+            return self.stream.finish()
+
+    monkeypatch.setattr(histoscope._core, "EventStream", CountingStream)
+    remote = _read(f"s3://{BUCKET}/logs/restart", storage_options=s3)
+    assert max(fed) <= 777 and len(fed) > 40
+    _assert_same(_read(fixtures / "restart"), remote)
+
+
+def test_damage_and_cut_off_tails_are_reported_with_the_url(s3: dict[str, Any]) -> None:
+    with pytest.warns(DamagedFileWarning) as caught:
+        data = histoscope.load_histograms(f"s3://{BUCKET}/logs/corrupt", storage_options=s3)
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 2
+    assert messages[0].startswith(f"s3://{BUCKET}/logs/corrupt/flipped/events.out.tfevents")
+    assert "bytes 3852-4224" in messages[0]
+    assert data["hist/normal"]["flipped"].steps.tolist() == [s for s in range(20) if s != 9]
+    cut = _read(f"s3://{BUCKET}/logs/truncated", runs=["cut"], storage_options=s3)
+    assert cut["hist/normal"]["cut"].steps.tolist() == list(range(19))
+
+
+def test_glob_names_runs_by_their_url(fixtures: Path, s3: dict[str, Any]) -> None:
+    remote = _read(f"s3://{BUCKET}/logs/t*", storage_options=s3)
+    prefix = f"s3://{BUCKET}/logs"
+    runs = {run for by_run in remote.values() for run in by_run}
+    assert runs == {
+        f"{prefix}/torch_writer/run_a",
+        f"{prefix}/torch_writer/run_b",
+        f"{prefix}/truncated/cut",
+        f"{prefix}/truncated/intact",
+        f"{prefix}/tf2_summary/train",
+        f"{prefix}/tf2_summary/validation",
+    }
+    local = _read(fixtures / "torch_writer")
+    rename = {run: f"{prefix}/torch_writer/{run}" for run in ("run_a", "run_b")}
+    _assert_same(local, {tag: remote[tag] for tag in local}, rename)
+
+
+def test_charts_from_the_bucket_equal_local_charts(fixtures: Path, s3: dict[str, Any]) -> None:
+    remote = histoscope.read_tensorboard_histograms(
+        f"s3://{BUCKET}/logs/tf2_summary", storage_options=s3, bins=12, max_steps=7
+    )
+    local = histoscope.read_tensorboard_histograms(fixtures / "tf2_summary", bins=12, max_steps=7)
+    assert [(c.tag, c.run) for c in remote] == [(c.tag, c.run) for c in local]
+    for got, want in zip(remote, local):
+        np.testing.assert_array_equal(got.steps, want.steps)
+        np.testing.assert_array_equal(got.edges, want.edges)
+        np.testing.assert_array_equal(got.counts, want.counts)
+
+
+def test_export_from_the_bucket(
+    fixtures: Path, s3: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "remote.parquet"
+    argv = ["export", f"s3://{BUCKET}/logs/restart", "-o", str(out)]
+    for key in ("endpoint_url", "key", "secret"):
+        argv += ["--storage-option", f"{key}={s3[key]}"]
+    assert main(argv) == 0
+    assert "wrote 60 rows from 4 events files (2 runs" in capsys.readouterr().err
+    got = pq.read_table(out).to_pandas()
+    want = to_pandas(_read(fixtures / "restart"))
+    assert got.drop(columns=["left", "right", "count"]).equals(
+        want.drop(columns=["left", "right", "count"])
+    )
