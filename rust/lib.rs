@@ -2,6 +2,7 @@
 //!
 //! Plain Rust with no Python in it; the bindings live in `py` and only convert.
 
+pub mod binning;
 pub mod chart;
 pub mod data_compat;
 pub mod event_file;

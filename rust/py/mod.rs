@@ -12,6 +12,8 @@ use crate::logdir::{Logdir, LogdirError, Selection, Series};
 use crate::rebin::{rebin, thin_indices};
 use crate::report::FileReport;
 
+mod binning;
+
 mod batch;
 
 impl From<LogdirError> for PyErr {
@@ -216,6 +218,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rebin_steps, m)?)?;
     m.add_function(wrap_pyfunction!(thin, m)?)?;
     m.add("STAT_NAMES", Stats::NAMES.to_vec())?;
+    binning::register(m)?;
     batch::register(m)?;
     Ok(())
 }

@@ -1,0 +1,971 @@
+//! Values to a histogram and its statistics: a pass for the statistics, a pass for the bins.
+//!
+//! Counts equal `numpy.histogram`'s for the same float64 edges: a value goes
+//! in bin `j` when `edges[j] <= x < edges[j + 1]`, and the last bin is closed.
+//! Slices of any numeric type are read as they are, converted one value at a
+//! time, and cut into chunks that are processed in parallel and merged in
+//! order, so that a result never depends on the number of threads.
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use thiserror::Error;
+
+use crate::data_compat::{bfloat16_to_f64, half_to_f64, Stats};
+
+/// The most bins a histogram may have.
+pub const MAX_BINS: usize = 1 << 20;
+
+/// Values per chunk: a unit of parallel work small enough to stay in the cache
+/// between the two passes when the range is known in advance.
+const CHUNK: usize = 1 << 16;
+
+/// Slices longer than this are binned on rayon's threads.
+const PARALLEL_ABOVE: usize = 1 << 18;
+
+/// Independent accumulators in the statistics pass, so that the additions of
+/// consecutive values do not wait on each other and can be vectorised.
+const LANES: usize = 8;
+
+/// Interleaved copies of the counts, so that runs of values in the same bin
+/// do not wait on each other's increments.
+const COPIES: usize = 4;
+
+/// A contiguous slice of values of one of the supported element types.
+///
+/// `F16Bits` and `Bf16Bits` hold the bits of IEEE binary16 and bfloat16
+/// values, as NumPy and PyTorch store them.
+#[derive(Debug, Clone, Copy)]
+pub enum Values<'a> {
+    F64(&'a [f64]),
+    F32(&'a [f32]),
+    F16Bits(&'a [u16]),
+    Bf16Bits(&'a [u16]),
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+    Bool(&'a [bool]),
+}
+
+impl Values<'_> {
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::F64(v) => v.len(),
+            Values::F32(v) => v.len(),
+            Values::F16Bits(v) | Values::Bf16Bits(v) | Values::U16(v) => v.len(),
+            Values::I8(v) => v.len(),
+            Values::I16(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::I64(v) => v.len(),
+            Values::U8(v) => v.len(),
+            Values::U32(v) => v.len(),
+            Values::U64(v) => v.len(),
+            Values::Bool(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// How the values are cut into bins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bins<'a> {
+    /// `count` equal bins from `range.0` to `range.1`; without a range, from
+    /// the smallest to the largest finite value (numpy's rules for a single
+    /// value and for none).
+    Uniform {
+        count: usize,
+        range: Option<(f64, f64)>,
+    },
+    /// These edges: finite, increasing, at least two.
+    Edges(&'a [f64]),
+}
+
+/// Edges, counts and statistics of binned values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    /// `counts.len() + 1` increasing edges.
+    pub edges: Vec<f64>,
+    /// The number (or the total weight) of the finite values in each bin.
+    pub counts: Vec<f64>,
+    /// Statistics of the finite values (with nonzero weight for `min` and
+    /// `max`), the weight of the nonfinite ones and of those outside the edges.
+    /// `std` is the population standard deviation, as `numpy.std` gives it.
+    pub stats: Stats,
+}
+
+/// Why values could not be binned.
+#[derive(Debug, Error, PartialEq)]
+pub enum BinningError {
+    #[error("bins must be from 1 to {MAX_BINS}, got {0}")]
+    BinCount(usize),
+    #[error("edges must be from 2 to {max} values, got {0}", max = MAX_BINS + 1)]
+    EdgeCount(usize),
+    #[error("edges must be finite, got {value} at index {index}")]
+    NonfiniteEdge { index: usize, value: f64 },
+    #[error("edges must increase, got {value} after {previous} at index {index}")]
+    EdgesNotIncreasing {
+        index: usize,
+        previous: f64,
+        value: f64,
+    },
+    #[error("range must be (lo, hi) with lo < hi and hi - lo finite, got ({lo}, {hi})")]
+    BadRange { lo: f64, hi: f64 },
+    #[error("weights must have one value per value, got {weights} weights for {values} values")]
+    WeightsLength { values: usize, weights: usize },
+}
+
+/// Bins `values`, each counting `weights[i]` (1 without weights), and
+/// computes their statistics.
+///
+/// Weights should be finite and not negative for the mean and the standard
+/// deviation to mean anything; they are not checked.
+pub fn histogram(
+    values: Values<'_>,
+    weights: Option<&[f64]>,
+    bins: Bins<'_>,
+) -> Result<Histogram, BinningError> {
+    if let Some(w) = weights {
+        if w.len() != values.len() {
+            return Err(BinningError::WeightsLength {
+                values: values.len(),
+                weights: w.len(),
+            });
+        }
+    }
+    check_bins(bins)?;
+    Ok(match values {
+        Values::F64(v) => histogram_of(v, |x| x, weights, bins)?,
+        Values::F32(v) => histogram_of(v, f64::from, weights, bins)?,
+        Values::F16Bits(v) => {
+            let table = half_table();
+            histogram_of(v, |b| f64::from(table[usize::from(b)]), weights, bins)?
+        }
+        Values::Bf16Bits(v) => histogram_of(v, bfloat16_to_f64, weights, bins)?,
+        Values::I8(v) => histogram_of(v, f64::from, weights, bins)?,
+        Values::I16(v) => histogram_of(v, f64::from, weights, bins)?,
+        Values::I32(v) => histogram_of(v, f64::from, weights, bins)?,
+        Values::I64(v) => histogram_of(v, |x| x as f64, weights, bins)?,
+        Values::U8(v) => histogram_of(v, f64::from, weights, bins)?,
+        Values::U16(v) => histogram_of(v, f64::from, weights, bins)?,
+        Values::U32(v) => histogram_of(v, f64::from, weights, bins)?,
+        Values::U64(v) => histogram_of(v, |x| x as f64, weights, bins)?,
+        Values::Bool(v) => histogram_of(v, |x| f64::from(u8::from(x)), weights, bins)?,
+    })
+}
+
+/// The edges of `count` equal bins from `lo` to `hi`, as `numpy.linspace`
+/// computes them: `j * step + lo`, the last one `hi` exactly.
+pub fn uniform_edges(lo: f64, hi: f64, count: usize) -> Vec<f64> {
+    let step = (hi - lo) / count as f64;
+    let mut edges: Vec<f64> = (0..=count).map(|j| j as f64 * step + lo).collect();
+    edges[count] = hi;
+    edges
+}
+
+fn check_bins(bins: Bins<'_>) -> Result<(), BinningError> {
+    match bins {
+        Bins::Uniform { count, range } => {
+            if !(1..=MAX_BINS).contains(&count) {
+                return Err(BinningError::BinCount(count));
+            }
+            if let Some((lo, hi)) = range {
+                check_range(lo, hi)?;
+            }
+        }
+        Bins::Edges(edges) => {
+            if !(2..=MAX_BINS + 1).contains(&edges.len()) {
+                return Err(BinningError::EdgeCount(edges.len()));
+            }
+            if let Some(index) = edges.iter().position(|e| !e.is_finite()) {
+                let value = edges[index];
+                return Err(BinningError::NonfiniteEdge { index, value });
+            }
+            if let Some(i) = edges.windows(2).position(|w| w[0] >= w[1]) {
+                return Err(BinningError::EdgesNotIncreasing {
+                    index: i + 1,
+                    previous: edges[i],
+                    value: edges[i + 1],
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_range(lo: f64, hi: f64) -> Result<(), BinningError> {
+    if lo.is_finite() && hi.is_finite() && lo < hi && (hi - lo).is_finite() {
+        Ok(())
+    } else {
+        Err(BinningError::BadRange { lo, hi })
+    }
+}
+
+/// Every binary16 value as a float32 (which holds each exactly), indexed by its bits.
+fn half_table() -> &'static [f32] {
+    static TABLE: OnceLock<Vec<f32>> = OnceLock::new();
+    TABLE.get_or_init(|| (0..=u16::MAX).map(|b| half_to_f64(b) as f32).collect())
+}
+
+fn histogram_of<T, F>(
+    values: &[T],
+    to_f64: F,
+    weights: Option<&[f64]>,
+    bins: Bins<'_>,
+) -> Result<Histogram, BinningError>
+where
+    T: Copy + Sync,
+    F: Fn(T) -> f64 + Copy + Sync,
+{
+    match weights {
+        None => histogram_weighted(values, to_f64, Unit, bins),
+        Some(w) => histogram_weighted(values, to_f64, Given(w), bins),
+    }
+}
+
+/// Where the weights come from; the passes are compiled once for each.
+trait Weights: Copy + Sync {
+    /// The weight of value `i` of the whole slice.
+    fn at(self, i: usize) -> f64;
+}
+
+/// Every value counts 1: the multiplications by it compile away.
+#[derive(Clone, Copy)]
+struct Unit;
+
+impl Weights for Unit {
+    #[inline(always)]
+    fn at(self, _i: usize) -> f64 {
+        1.0
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Given<'a>(&'a [f64]);
+
+impl Weights for Given<'_> {
+    #[inline(always)]
+    fn at(self, i: usize) -> f64 {
+        self.0[i]
+    }
+}
+
+fn histogram_weighted<T, F, W>(
+    values: &[T],
+    to_f64: F,
+    weights: W,
+    bins: Bins<'_>,
+) -> Result<Histogram, BinningError>
+where
+    T: Copy + Sync,
+    F: Fn(T) -> f64 + Copy + Sync,
+    W: Weights,
+{
+    let known_edges = match bins {
+        Bins::Edges(edges) => Some(edges.to_vec()),
+        Bins::Uniform {
+            count,
+            range: Some((lo, hi)),
+        } => Some(uniform_edges(lo, hi, count)),
+        Bins::Uniform { range: None, .. } => None,
+    };
+    let (moments, edges, tally) = match known_edges {
+        // One pass: each chunk's statistics, then its bins while it is in the cache.
+        Some(edges) => {
+            let binner = Binner::new(&edges);
+            let per_chunk = map_chunks(values, |start, chunk| {
+                (
+                    moments(chunk, start, to_f64, weights),
+                    tally(chunk, start, to_f64, weights, &binner),
+                )
+            });
+            let (moments, tallies): (Vec<_>, Vec<_>) = per_chunk.into_iter().unzip();
+            (merge_moments(moments), edges, merge_tallies(tallies))
+        }
+        None => {
+            let chunks = map_chunks(values, |start, chunk| {
+                moments(chunk, start, to_f64, weights)
+            });
+            let moments = merge_moments(chunks);
+            let Bins::Uniform { count, .. } = bins else {
+                unreachable!("only uniform bins lack a range")
+            };
+            let (lo, hi) = default_range(&moments);
+            check_range(lo, hi)?;
+            let edges = uniform_edges(lo, hi, count);
+            let binner = Binner::new(&edges);
+            let tallies = map_chunks(values, |start, chunk| {
+                tally(chunk, start, to_f64, weights, &binner)
+            });
+            (moments, edges, merge_tallies(tallies))
+        }
+    };
+    let bins = edges.len() - 1;
+    let stats = Stats {
+        count: moments.weight,
+        below: tally[bins],
+        above: tally[bins + 1],
+        ..moments.stats()
+    };
+    let mut counts = tally;
+    counts.truncate(bins);
+    Ok(Histogram {
+        edges,
+        counts,
+        stats,
+    })
+}
+
+/// numpy's default range: the finite minimum and maximum, widened by a half
+/// on each side when they are equal, and (0, 1) when there are none.
+///
+/// A value too large for a half to move it (numpy raises "too many bins")
+/// is widened by 2^-40 of itself instead, so that a constant never fails.
+fn default_range(m: &Moments) -> (f64, f64) {
+    if m.min > m.max {
+        (0.0, 1.0)
+    } else if m.min == m.max {
+        let half = 0.5f64.max(m.min.abs() * 2f64.powi(-40));
+        (m.min - half, m.max + half)
+    } else {
+        (m.min, m.max)
+    }
+}
+
+/// `work(start, chunk)` for each chunk of `values`, in order; in parallel
+/// for long slices, with the same chunks either way.
+fn map_chunks<T, R, G>(values: &[T], work: G) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    G: Fn(usize, &[T]) -> R + Sync,
+{
+    if values.len() > PARALLEL_ABOVE {
+        values
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(i, chunk)| work(i * CHUNK, chunk))
+            .collect()
+    } else if values.is_empty() {
+        vec![work(0, values)]
+    } else {
+        values
+            .chunks(CHUNK)
+            .enumerate()
+            .map(|(i, chunk)| work(i * CHUNK, chunk))
+            .collect()
+    }
+}
+
+/// Weighted count, mean, sum of squared deviations, extremes and the weight
+/// of the nonfinite values, of one chunk or several merged.
+#[derive(Debug, Clone, Copy)]
+struct Moments {
+    weight: f64,
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+    nonfinite: f64,
+}
+
+impl Moments {
+    const EMPTY: Moments = Moments {
+        weight: 0.0,
+        mean: f64::NAN,
+        m2: 0.0,
+        min: f64::INFINITY,
+        max: f64::NEG_INFINITY,
+        nonfinite: 0.0,
+    };
+
+    /// Chan, Golub and LeVeque's pairwise update of the mean and the sum of
+    /// squared deviations.
+    fn merge(self, other: Moments) -> Moments {
+        let weight = self.weight + other.weight;
+        let (mean, m2) = if other.weight == 0.0 {
+            (self.mean, self.m2)
+        } else if self.weight == 0.0 {
+            (other.mean, other.m2)
+        } else {
+            let delta = other.mean - self.mean;
+            (
+                self.mean + delta * (other.weight / weight),
+                self.m2 + other.m2 + delta * delta * (self.weight * (other.weight / weight)),
+            )
+        };
+        Moments {
+            weight,
+            mean,
+            m2,
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+            nonfinite: self.nonfinite + other.nonfinite,
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        let some = self.min <= self.max;
+        Stats {
+            count: self.weight,
+            min: if some { self.min } else { f64::NAN },
+            max: if some { self.max } else { f64::NAN },
+            mean: if self.weight > 0.0 {
+                self.mean
+            } else {
+                f64::NAN
+            },
+            std: if self.weight > 0.0 {
+                (self.m2 / self.weight).sqrt()
+            } else {
+                f64::NAN
+            },
+            nonfinite: self.nonfinite,
+            below: 0.0,
+            above: 0.0,
+        }
+    }
+}
+
+fn merge_moments(chunks: Vec<Moments>) -> Moments {
+    chunks.into_iter().fold(Moments::EMPTY, Moments::merge)
+}
+
+/// The statistics of one chunk, from sums of deviations from one of its own
+/// values: with that shift the sum of squares loses no precision to a large
+/// mean, and the sums need no division per value.
+fn moments<T, F, W>(chunk: &[T], start: usize, to_f64: F, weights: W) -> Moments
+where
+    T: Copy,
+    F: Fn(T) -> f64,
+    W: Weights,
+{
+    let counted = |i: usize, x: f64| x.is_finite() && weights.at(start + i) != 0.0;
+    let Some(shift) = chunk
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (i, to_f64(v)))
+        .find(|&(i, x)| counted(i, x))
+        .map(|(_, x)| x)
+    else {
+        let nonfinite = chunk
+            .iter()
+            .enumerate()
+            .filter(|&(_, &v)| !to_f64(v).is_finite())
+            .map(|(i, _)| weights.at(start + i))
+            .sum();
+        return Moments {
+            nonfinite,
+            ..Moments::EMPTY
+        };
+    };
+    let mut lanes = Lanes::new(shift);
+    let blocks = chunk.chunks_exact(LANES);
+    let rest = blocks.remainder();
+    for (b, block) in blocks.enumerate() {
+        for (l, &v) in block.iter().enumerate() {
+            lanes.add(l, to_f64(v), weights.at(start + b * LANES + l));
+        }
+    }
+    let rest_start = chunk.len() - rest.len();
+    for (l, &v) in rest.iter().enumerate() {
+        lanes.add(l, to_f64(v), weights.at(start + rest_start + l));
+    }
+    lanes.finish()
+}
+
+/// The statistics pass's accumulators, one set per lane.
+struct Lanes {
+    shift: f64,
+    weight: [f64; LANES],
+    sum: [f64; LANES],
+    sum_squares: [f64; LANES],
+    min: [f64; LANES],
+    max: [f64; LANES],
+    nonfinite: [f64; LANES],
+}
+
+impl Lanes {
+    fn new(shift: f64) -> Lanes {
+        Lanes {
+            shift,
+            weight: [0.0; LANES],
+            sum: [0.0; LANES],
+            sum_squares: [0.0; LANES],
+            min: [shift; LANES],
+            max: [shift; LANES],
+            nonfinite: [0.0; LANES],
+        }
+    }
+
+    /// Adds `x` with weight `w`; written without branches, a nonfinite or
+    /// weightless value standing in as the shift, which changes nothing.
+    #[inline(always)]
+    fn add(&mut self, l: usize, x: f64, w: f64) {
+        let finite = x.abs() < f64::INFINITY;
+        let counted = finite & (w != 0.0);
+        let v = if counted { x } else { self.shift };
+        let d = v - self.shift;
+        let wf = if finite { w } else { 0.0 };
+        self.weight[l] += wf;
+        self.sum[l] += wf * d;
+        self.sum_squares[l] += wf * d * d;
+        self.nonfinite[l] += w - wf;
+        self.min[l] = if v < self.min[l] { v } else { self.min[l] };
+        self.max[l] = if v > self.max[l] { v } else { self.max[l] };
+    }
+
+    fn finish(&self) -> Moments {
+        let weight: f64 = self.weight.iter().sum();
+        let sum: f64 = self.sum.iter().sum();
+        let sum_squares: f64 = self.sum_squares.iter().sum();
+        let (mean, m2) = if weight > 0.0 {
+            let d = sum / weight;
+            (self.shift + d, (sum_squares - sum * d).max(0.0))
+        } else {
+            (f64::NAN, 0.0)
+        };
+        Moments {
+            weight,
+            mean,
+            m2,
+            min: self.min.iter().copied().fold(f64::INFINITY, f64::min),
+            max: self.max.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            nonfinite: self.nonfinite.iter().sum(),
+        }
+    }
+}
+
+/// Finds the bin of a value among edges; `bins`, `bins + 1` and `bins + 2`
+/// stand for below the first edge, above the last and nonfinite.
+struct Binner<'e> {
+    edges: &'e [f64],
+    lo: f64,
+    hi: f64,
+    last: usize,
+    /// For equal bins, `bins / (hi - lo)` and each bin's bounds: its edges,
+    /// but -inf below the first bin and +inf above the last, which is closed.
+    uniform: Option<(f64, Vec<f64>, Vec<f64>)>,
+}
+
+/// Below this ratio of the largest edge's magnitude to a bin's width, the
+/// rounding errors of the edges and of the multiplication that guesses a
+/// value's bin are far below one bin, so one correction always suffices.
+const WELL_CONDITIONED: f64 = (1u64 << 40) as f64;
+
+impl<'e> Binner<'e> {
+    fn new(edges: &'e [f64]) -> Binner<'e> {
+        let bins = edges.len() - 1;
+        let (lo, hi) = (edges[0], edges[bins]);
+        let scale = bins as f64 / (hi - lo);
+        let uniform = scale.is_finite()
+            && lo.abs().max(hi.abs()) * scale < WELL_CONDITIONED
+            && edges == uniform_edges(lo, hi, bins).as_slice();
+        let bounds = || {
+            let mut lower = edges[..bins].to_vec();
+            let mut upper = edges[1..].to_vec();
+            lower[0] = f64::NEG_INFINITY;
+            upper[bins - 1] = f64::INFINITY;
+            (scale, lower, upper)
+        };
+        Binner {
+            edges,
+            lo,
+            hi,
+            last: bins - 1,
+            uniform: uniform.then(bounds),
+        }
+    }
+
+    /// The bin of `x`: for equal bins, a multiplication gives it to within
+    /// one bin and comparisons with the bounds correct it without branches,
+    /// so that values on an edge go where `numpy.histogram` puts them.
+    #[inline(always)]
+    fn locate_uniform(&self, x: f64, scale: f64, lower: &[f64], upper: &[f64]) -> usize {
+        if !(x >= self.lo && x <= self.hi) {
+            return self.outside(x);
+        }
+        // `as` saturates, so the guess is a bin before the correction.
+        let guess = (((x - self.lo) * scale) as usize).min(lower.len() - 1);
+        guess + usize::from(x >= upper[guess]) - usize::from(x < lower[guess])
+    }
+
+    #[inline(always)]
+    fn locate_search(&self, x: f64) -> usize {
+        if !(x >= self.lo && x <= self.hi) {
+            return self.outside(x);
+        }
+        self.edges[1..=self.last].partition_point(|&e| e <= x)
+    }
+
+    #[cold]
+    fn outside(&self, x: f64) -> usize {
+        let bins = self.last + 1;
+        if !x.is_finite() {
+            bins + 2
+        } else if x < self.lo {
+            bins
+        } else {
+            bins + 1
+        }
+    }
+}
+
+/// A chunk's counts, followed by the weight below, above and nonfinite.
+fn tally<T, F, W>(chunk: &[T], start: usize, to_f64: F, weights: W, binner: &Binner<'_>) -> Vec<f64>
+where
+    T: Copy,
+    F: Fn(T) -> f64,
+    W: Weights,
+{
+    // The bins, then below, above and nonfinite.
+    let slots = binner.last + 4;
+    match &binner.uniform {
+        Some((scale, lower, upper)) => tally_with(chunk, start, to_f64, weights, slots, |x| {
+            binner.locate_uniform(x, *scale, lower, upper)
+        }),
+        None => tally_with(chunk, start, to_f64, weights, slots, |x| {
+            binner.locate_search(x)
+        }),
+    }
+    .finish()
+}
+
+fn tally_with<T, F, W, L>(
+    chunk: &[T],
+    start: usize,
+    to_f64: F,
+    weights: W,
+    stride: usize,
+    locate: L,
+) -> Copies
+where
+    T: Copy,
+    F: Fn(T) -> f64,
+    W: Weights,
+    L: Fn(f64) -> usize,
+{
+    // Room for the bins and the three slots after them.
+    let mut copies = Copies(vec![0.0; COPIES * stride], stride);
+    let blocks = chunk.chunks_exact(COPIES);
+    let rest = blocks.remainder();
+    for (b, block) in blocks.enumerate() {
+        for (c, &v) in block.iter().enumerate() {
+            let slot = c * stride + locate(to_f64(v));
+            copies.0[slot] += weights.at(start + b * COPIES + c);
+        }
+    }
+    let rest_start = chunk.len() - rest.len();
+    for (c, &v) in rest.iter().enumerate() {
+        copies.0[locate(to_f64(v))] += weights.at(start + rest_start + c);
+    }
+    copies
+}
+
+/// `COPIES` interleaved tallies of `.1` slots each.
+struct Copies(Vec<f64>, usize);
+
+impl Copies {
+    fn finish(self) -> Vec<f64> {
+        let mut total = vec![0.0; self.1];
+        for copy in self.0.chunks_exact(self.1) {
+            for (t, c) in total.iter_mut().zip(copy) {
+                *t += c;
+            }
+        }
+        total
+    }
+}
+
+fn merge_tallies(tallies: Vec<Vec<f64>>) -> Vec<f64> {
+    let mut tallies = tallies.into_iter();
+    let mut total = tallies.next().unwrap_or_default();
+    for t in tallies {
+        for (a, b) in total.iter_mut().zip(&t) {
+            *a += b;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// numpy's rule spelled out: bin j holds edges[j] <= x < edges[j + 1], the last bin closed.
+    fn reference(values: &[f64], edges: &[f64]) -> (Vec<f64>, f64, f64) {
+        let bins = edges.len() - 1;
+        let mut counts = vec![0.0; bins];
+        let (mut below, mut above) = (0.0, 0.0);
+        for &x in values.iter().filter(|x| x.is_finite()) {
+            if x < edges[0] {
+                below += 1.0;
+            } else if x > edges[bins] {
+                above += 1.0;
+            } else {
+                let j = (0..bins)
+                    .rev()
+                    .find(|&j| edges[j] <= x)
+                    .expect("x >= edges[0]");
+                counts[j] += 1.0;
+            }
+        }
+        (counts, below, above)
+    }
+
+    fn uniform(count: usize, range: Option<(f64, f64)>) -> Bins<'static> {
+        Bins::Uniform { count, range }
+    }
+
+    /// A reproducible spread of values without a random number crate.
+    fn spread(n: usize) -> Vec<f64> {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 53) as f64 * 6.0 - 3.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn uniform_edges_are_numpys_linspace() {
+        assert_eq!(uniform_edges(0.0, 1.0, 4), vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+        // np.linspace(-0.3, 1.1, 7).tolist(), which differs from -0.3 + j * 1.4 / 6.
+        assert_eq!(
+            uniform_edges(-0.3, 1.1, 6),
+            vec![
+                -0.3,
+                -0.06666666666666662,
+                0.16666666666666674,
+                0.4000000000000001,
+                0.6333333333333335,
+                0.8666666666666667,
+                1.1
+            ]
+        );
+    }
+
+    #[test]
+    fn values_on_edges_go_right_and_the_last_bin_is_closed() {
+        let values = [0.0, 0.25, 0.5, 0.75, 1.0, 0.1];
+        let h = histogram(Values::F64(&values), None, uniform(4, None)).unwrap();
+        assert_eq!(h.edges, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+        assert_eq!(h.counts, vec![2.0, 1.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn counts_match_the_reference_on_awkward_edges() {
+        // Edges whose values are not the products the multiplication guesses.
+        let edges = uniform_edges(-0.3, 1.1, 6);
+        let mut values: Vec<f64> = edges.clone();
+        values.extend(edges.iter().map(|e| e.next_up()));
+        values.extend(edges.iter().map(|e| e.next_down()));
+        values.push(0.4);
+        let h = histogram(Values::F64(&values), None, uniform(6, Some((-0.3, 1.1)))).unwrap();
+        let (counts, below, above) = reference(&values, &edges);
+        assert_eq!(h.counts, counts);
+        assert_eq!((h.stats.below, h.stats.above), (below, above));
+        assert_eq!((below, above), (1.0, 1.0));
+    }
+
+    #[test]
+    fn outside_and_nonfinite_values_are_kept_out_of_the_bins() {
+        let values = [
+            -2.0,
+            0.5,
+            3.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1.0,
+        ];
+        let h = histogram(Values::F64(&values), None, uniform(2, Some((0.0, 1.0)))).unwrap();
+        assert_eq!(h.counts, vec![0.0, 2.0]);
+        let s = h.stats;
+        assert_eq!(
+            (s.count, s.nonfinite, s.below, s.above),
+            (4.0, 3.0, 1.0, 1.0)
+        );
+        assert_eq!((s.min, s.max), (-2.0, 3.0));
+        assert_eq!(s.mean, 0.625);
+        let var = [-2.0f64, 0.5, 3.0, 1.0]
+            .iter()
+            .map(|x| (x - 0.625).powi(2))
+            .sum::<f64>()
+            / 4.0;
+        assert!((s.std - var.sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_single_value_is_widened_by_half_and_none_give_zero_to_one() {
+        let h = histogram(Values::F32(&[2.0, 2.0]), None, uniform(2, None)).unwrap();
+        assert_eq!(h.edges, vec![1.5, 2.0, 2.5]);
+        assert_eq!(h.counts, vec![0.0, 2.0]);
+        assert_eq!(h.stats.std, 0.0);
+
+        // numpy raises "too many bins" here; a constant must never fail to log.
+        let h = histogram(Values::F64(&[1e20; 3]), None, uniform(4, None)).unwrap();
+        assert_eq!(h.counts.iter().sum::<f64>(), 3.0);
+        assert!(h.edges.windows(2).all(|w| w[0] < w[1]));
+
+        for values in [&[][..], &[f64::NAN, f64::INFINITY][..]] {
+            let h = histogram(Values::F64(values), None, uniform(2, None)).unwrap();
+            assert_eq!(h.edges, vec![0.0, 0.5, 1.0]);
+            assert_eq!(h.counts, vec![0.0, 0.0]);
+            assert_eq!(h.stats.count, 0.0);
+            assert_eq!(h.stats.nonfinite, values.len() as f64);
+            assert!(h.stats.min.is_nan() && h.stats.mean.is_nan() && h.stats.std.is_nan());
+        }
+    }
+
+    #[test]
+    fn explicit_edges_use_the_same_rule() {
+        let edges = [-1.0, 0.0, 0.5, 2.0];
+        let values = [-1.0, -0.5, 0.0, 0.5, 1.9, 2.0, 2.5, -3.0];
+        let h = histogram(Values::F64(&values), None, Bins::Edges(&edges)).unwrap();
+        assert_eq!(h.counts, vec![2.0, 1.0, 3.0]);
+        assert_eq!((h.stats.below, h.stats.above), (1.0, 1.0));
+        assert_eq!(h.edges, edges.to_vec());
+    }
+
+    #[test]
+    fn weights_weigh_counts_and_statistics() {
+        let values = [0.0, 1.0, 2.0, f64::NAN, 5.0, -1.0];
+        let weights = [1.0, 2.0, 3.0, 4.0, 0.0, 0.5];
+        let h = histogram(
+            Values::F64(&values),
+            Some(&weights),
+            uniform(2, Some((0.0, 2.0))),
+        )
+        .unwrap();
+        assert_eq!(h.counts, vec![1.0, 5.0]);
+        let s = h.stats;
+        assert_eq!(
+            (s.count, s.nonfinite, s.below, s.above),
+            (6.5, 4.0, 0.5, 0.0)
+        );
+        // The value with weight 0 is not the maximum.
+        assert_eq!((s.min, s.max), (-1.0, 2.0));
+        let mean = (2.0 + 6.0 - 0.5) / 6.5;
+        assert!((s.mean - mean).abs() < 1e-15);
+        let var = (mean * mean
+            + 2.0 * (1.0 - mean).powi(2)
+            + 3.0 * (2.0 - mean).powi(2)
+            + 0.5 * (-1.0 - mean).powi(2))
+            / 6.5;
+        assert!((s.std - var.sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn long_slices_in_parallel_match_the_reference() {
+        let values = spread(PARALLEL_ABOVE * 3 + 17);
+        let bins = uniform(50, Some((-2.0, 2.5)));
+        let h = histogram(Values::F64(&values), None, bins).unwrap();
+        let (counts, below, above) = reference(&values, &h.edges);
+        assert_eq!(h.counts, counts);
+        assert_eq!((h.stats.below, h.stats.above), (below, above));
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        assert!((h.stats.mean - mean).abs() < 1e-12);
+        assert!((h.stats.std - var.sqrt()).abs() < 1e-12);
+
+        let ones = vec![1.0; values.len()];
+        let weighted = histogram(Values::F64(&values), Some(&ones), bins).unwrap();
+        assert_eq!(weighted.counts, h.counts);
+        assert_eq!(weighted.stats, h.stats);
+    }
+
+    #[test]
+    fn a_large_mean_does_not_cost_the_spread() {
+        // Variance 1/4 around 1e9: naive sums of squares lose every digit of it.
+        let values: Vec<f64> = (0..PARALLEL_ABOVE * 2)
+            .map(|i| 1e9 + if i % 2 == 0 { 0.5 } else { -0.5 })
+            .collect();
+        let h = histogram(Values::F64(&values), None, uniform(4, None)).unwrap();
+        assert_eq!(h.stats.mean, 1e9);
+        assert!((h.stats.std - 0.5).abs() < 1e-9, "std {}", h.stats.std);
+    }
+
+    #[test]
+    fn every_element_type_converts_exactly() {
+        let bins = uniform(3, Some((-1.0, 2.0)));
+        let check = |values: Values<'_>| {
+            let h = histogram(values, None, bins).unwrap();
+            let unsigned = matches!(
+                values,
+                Values::U8(_) | Values::U16(_) | Values::U32(_) | Values::U64(_)
+            );
+            let expect = if unsigned { [0.0, 1.0, 1.0] } else { [1.0; 3] };
+            assert_eq!(h.counts, expect, "{values:?}");
+            assert_eq!(h.stats.above, if unsigned { 1.0 } else { 0.0 });
+        };
+        check(Values::F64(&[-1.0, 0.0, 1.0]));
+        check(Values::F32(&[-1.0, 0.0, 1.0]));
+        // binary16 -1.0, 0.0, 1.0 and NaN; bfloat16 likewise.
+        check(Values::F16Bits(&[0xbc00, 0x0000, 0x3c00, 0x7e00]));
+        check(Values::Bf16Bits(&[0xbf80, 0x0000, 0x3f80, 0x7fc0]));
+        check(Values::I8(&[-1, 0, 1]));
+        check(Values::I16(&[-1, 0, 1]));
+        check(Values::I32(&[-1, 0, 1]));
+        check(Values::I64(&[-1, 0, 1]));
+        check(Values::U8(&[0, 1, 5]));
+        check(Values::U16(&[0, 1, 5]));
+        check(Values::U32(&[0, 1, 5]));
+        check(Values::U64(&[0, 1, 5]));
+        let h = histogram(Values::Bool(&[true, false, true]), None, uniform(2, None)).unwrap();
+        assert_eq!(h.counts, vec![1.0, 2.0]);
+        let h = histogram(Values::F16Bits(&[0x7c00, 0x3c00]), None, uniform(2, None)).unwrap();
+        assert_eq!(h.stats.nonfinite, 1.0);
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let v = Values::F64(&[1.0]);
+        assert_eq!(
+            histogram(v, None, uniform(0, None)),
+            Err(BinningError::BinCount(0))
+        );
+        assert_eq!(
+            histogram(v, None, uniform(2, Some((1.0, 1.0)))),
+            Err(BinningError::BadRange { lo: 1.0, hi: 1.0 })
+        );
+        assert!(histogram(v, None, uniform(2, Some((-f64::MAX, f64::MAX)))).is_err());
+        assert!(histogram(v, None, uniform(2, Some((0.0, f64::NAN)))).is_err());
+        assert_eq!(
+            histogram(v, None, Bins::Edges(&[1.0])),
+            Err(BinningError::EdgeCount(1))
+        );
+        assert_eq!(
+            histogram(v, None, Bins::Edges(&[0.0, f64::INFINITY])),
+            Err(BinningError::NonfiniteEdge {
+                index: 1,
+                value: f64::INFINITY
+            })
+        );
+        let err = histogram(v, None, Bins::Edges(&[0.0, 1.0, 1.0])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "edges must increase, got 1 after 1 at index 2"
+        );
+        assert_eq!(
+            histogram(v, Some(&[1.0, 2.0]), uniform(2, None)),
+            Err(BinningError::WeightsLength {
+                values: 1,
+                weights: 2
+            })
+        );
+    }
+}
