@@ -128,7 +128,9 @@ pub enum BinningError {
 /// computes their statistics.
 ///
 /// Weights should be finite and not negative for the mean and the standard
-/// deviation to mean anything; they are not checked.
+/// deviation to mean anything; they are not checked. Sums are float64: the
+/// standard deviation overflows to infinity when deviations pass about 1e154
+/// and underflows to 0 when they are all below about 1e-154.
 pub fn histogram(
     values: Values<'_>,
     weights: Option<&[f64]>,

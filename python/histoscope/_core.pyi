@@ -48,6 +48,19 @@ def rebin(
     steps: list[npt.NDArray[np.float64]], bins: int
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int, float]: ...
 def thin_indices(n: int, max_steps: int | None) -> npt.NDArray[np.int64]: ...
+def histogram(
+    values: npt.NDArray[np.generic],
+    bins: int | None = None,
+    edges: list[float] | None = None,
+    range: tuple[float, float] | None = None,
+    weights: npt.NDArray[np.float64] | None = None,
+    float16: bool = False,
+    bfloat16: bool = False,
+) -> tuple[
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    tuple[float, float, float, float, float, float, float, float],
+]: ...
 
 class DecodedFile:
     def __len__(self) -> int: ...
