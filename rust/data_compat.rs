@@ -6,7 +6,8 @@
 
 use thiserror::Error;
 
-use crate::proto::{dtype, HistogramProto, HistoscopeStats, TensorProto};
+use crate::proto::{dtype, HistoscopeStats, TensorProto};
+use crate::proto_view::HistogramView;
 
 /// Why a histogram value could not be turned into buckets.
 #[derive(Debug, Error, PartialEq)]
@@ -90,7 +91,7 @@ impl Stats {
     }
 
     /// What a `HistogramProto` holds: count, min, max, and the sums that give mean and std.
-    pub fn of_legacy(h: &HistogramProto) -> Stats {
+    pub fn of_legacy(h: &HistogramView<'_>) -> Stats {
         let (mean, std) = if h.num > 0.0 {
             let mean = h.sum / h.num;
             (mean, (h.sum_squares / h.num - mean * mean).max(0.0).sqrt())
@@ -118,30 +119,32 @@ impl Stats {
 /// Empty buckets at both ends are dropped, because their limits are
 /// meaningless (`min` defaults to DBL_MAX); `min` and `max` become the outer
 /// edges; a histogram with no counts gives no buckets.
-pub fn legacy_buckets(h: &HistogramProto, out: &mut Vec<f64>) -> Result<(), CompatError> {
-    let counts = &h.bucket;
-    let Some(start) = counts.iter().position(|&c| c > 0.0) else {
+pub fn legacy_buckets(h: &HistogramView<'_>, out: &mut Vec<f64>) -> Result<(), CompatError> {
+    let counts = &h.counts;
+    let Some(start) = counts.iter().position(|c| c > 0.0) else {
         return Ok(());
     };
-    let end = counts
+    let last_from_end = counts
         .iter()
-        .rposition(|&c| c > 0.0)
-        .expect("a positive count exists");
-    if h.bucket_limit.len() < end {
+        .rev()
+        .position(|c| c > 0.0)
+        .expect("a positive count");
+    let end = counts.len() - 1 - last_from_end;
+    if h.limits.len() < end {
         return Err(CompatError::MissingLimits {
             counts: counts.len(),
-            limits: h.bucket_limit.len(),
+            limits: h.limits.len(),
         });
     }
     out.reserve(3 * (end + 1 - start));
-    for (i, &count) in counts.iter().enumerate().take(end + 1).skip(start) {
+    for i in start..=end {
         let left = if i == start {
             h.min
         } else {
-            h.bucket_limit[i - 1]
+            h.limits.get(i - 1)
         };
-        let right = if i == end { h.max } else { h.bucket_limit[i] };
-        out.extend_from_slice(&[left, right, count]);
+        let right = if i == end { h.max } else { h.limits.get(i) };
+        out.extend_from_slice(&[left, right, counts.get(i)]);
     }
     Ok(())
 }
@@ -149,18 +152,19 @@ pub fn legacy_buckets(h: &HistogramProto, out: &mut Vec<f64>) -> Result<(), Comp
 /// Appends every bin of a histogram histoscope wrote, the empty outer ones
 /// too: its first edge is stored beside the proto, the others are the limits.
 pub fn histoscope_buckets(
-    h: &HistogramProto,
+    h: &HistogramView<'_>,
     first_edge: f64,
     out: &mut Vec<f64>,
 ) -> Result<(), CompatError> {
-    if h.bucket_limit.len() != h.bucket.len() {
+    if h.limits.len() != h.counts.len() {
         return Err(CompatError::EdgeCountMismatch {
-            counts: h.bucket.len(),
-            limits: h.bucket_limit.len(),
+            counts: h.counts.len(),
+            limits: h.limits.len(),
         });
     }
-    let lefts = std::iter::once(first_edge).chain(h.bucket_limit.iter().copied());
-    for ((left, &right), &count) in lefts.zip(&h.bucket_limit).zip(&h.bucket) {
+    out.reserve(3 * h.counts.len());
+    let lefts = std::iter::once(first_edge).chain(h.limits.iter());
+    for ((left, right), count) in lefts.zip(h.limits.iter()).zip(h.counts.iter()) {
         out.extend_from_slice(&[left, right, count]);
     }
     Ok(())
@@ -274,7 +278,7 @@ pub fn bfloat16_to_f64(bits: u16) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{Dim, TensorShapeProto};
+    use crate::proto::{Dim, HistogramProto, TensorShapeProto};
 
     fn histo(min: f64, max: f64, limits: &[f64], counts: &[f64]) -> HistogramProto {
         HistogramProto {
@@ -293,11 +297,11 @@ mod tests {
     fn histoscope_histograms_keep_every_bin() {
         let h = histo(1.0, 2.0, &[1.0, 2.0, 3.0], &[0.0, 5.0, 0.0]);
         let mut out = Vec::new();
-        histoscope_buckets(&h, 0.0, &mut out).unwrap();
+        histoscope_buckets(&(&h).into(), 0.0, &mut out).unwrap();
         assert_eq!(out, vec![0.0, 1.0, 0.0, 1.0, 2.0, 5.0, 2.0, 3.0, 0.0]);
         let short = histo(1.0, 2.0, &[1.0], &[0.0, 5.0]);
         assert_eq!(
-            histoscope_buckets(&short, 0.0, &mut out),
+            histoscope_buckets(&(&short).into(), 0.0, &mut out),
             Err(CompatError::EdgeCountMismatch {
                 counts: 2,
                 limits: 1
@@ -307,7 +311,7 @@ mod tests {
 
     fn buckets(h: &HistogramProto) -> Vec<f64> {
         let mut out = Vec::new();
-        legacy_buckets(h, &mut out).unwrap();
+        legacy_buckets(&h.into(), &mut out).unwrap();
         out
     }
 
@@ -341,7 +345,7 @@ mod tests {
     fn legacy_missing_limits_is_an_error() {
         let h = histo(0.0, 3.0, &[1.0], &[1.0, 1.0, 1.0]);
         assert_eq!(
-            legacy_buckets(&h, &mut Vec::new()),
+            legacy_buckets(&(&h).into(), &mut Vec::new()),
             Err(CompatError::MissingLimits {
                 counts: 3,
                 limits: 1
@@ -354,7 +358,7 @@ mod tests {
         let mut h = histo(1.0, 3.0, &[2.0, 3.0], &[1.0, 1.0]);
         h.sum = 4.0;
         h.sum_squares = 10.0;
-        let s = Stats::of_legacy(&h);
+        let s = Stats::of_legacy(&(&h).into());
         assert_eq!(
             (s.count, s.min, s.max, s.mean, s.std),
             (2.0, 1.0, 3.0, 2.0, 1.0)

@@ -5,11 +5,11 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use bytes::Bytes;
 use prost::Message;
 
 use crate::data_compat::{self, Stats};
-use crate::proto::{Event, HistogramProto, SummaryValue, TensorProto, SESSION_START};
+use crate::proto::TensorProto;
+use crate::proto_view::{summary_values, EventView, HistogramView, ValueView};
 use crate::report::{Damage, FileReport};
 use crate::tf_record::{ReadRecordError, RecordReader};
 
@@ -65,160 +65,205 @@ pub fn read_event_file(path: &Path, tags: Option<&HashSet<String>>) -> FileConte
     contents
 }
 
+/// Where decoded histogram values go, in record order.
+pub trait Sink {
+    /// A histogram of `tag`; `buckets` holds (left, right, count) rows. See
+    /// [`Entry::Histogram`] for `confirmed`.
+    #[allow(clippy::too_many_arguments)]
+    fn histogram(
+        &mut self,
+        tag: &str,
+        step: i64,
+        wall_time: f64,
+        buckets: &[f64],
+        stats: Stats,
+        confirmed: bool,
+    );
+
+    /// A `SessionLog.START` at `step`.
+    fn start(&mut self, step: i64);
+}
+
+impl Sink for Vec<Entry> {
+    fn histogram(
+        &mut self,
+        tag: &str,
+        step: i64,
+        wall_time: f64,
+        buckets: &[f64],
+        stats: Stats,
+        confirmed: bool,
+    ) {
+        let point = Point {
+            step,
+            wall_time,
+            buckets: buckets.to_vec(),
+            stats,
+        };
+        self.push(Entry::Histogram {
+            tag: tag.to_owned(),
+            point,
+            confirmed,
+        });
+    }
+
+    fn start(&mut self, step: i64) {
+        self.push(Entry::Start { step });
+    }
+}
+
 /// Reads every record of `reader` into `contents`.
 pub fn read_records<R: io::Read>(
-    mut reader: RecordReader<R>,
+    reader: RecordReader<R>,
     tags: Option<&HashSet<String>>,
     contents: &mut FileContents,
 ) {
-    let mut decoder = Decoder { tags, contents };
+    let FileContents {
+        entries,
+        plugins,
+        report,
+    } = contents;
+    decode_records(reader, tags, entries, plugins, report);
+}
+
+/// Reads every record of `reader`, handing histograms to `sink` and noting
+/// each tag's plugin in `plugins` and what was damaged in `report`.
+pub fn decode_records<R: io::Read, S: Sink>(
+    mut reader: RecordReader<R>,
+    tags: Option<&HashSet<String>>,
+    sink: &mut S,
+    plugins: &mut HashMap<String, String>,
+    report: &mut FileReport,
+) {
+    let mut decoder = Decoder {
+        tags,
+        sink,
+        plugins,
+        scratch: Vec::new(),
+    };
     loop {
         match reader.next_record() {
-            Ok(Some(record)) => decoder.record(record.offset, record.data),
+            Ok(Some(record)) => {
+                if let Some(damage) = decoder.record(record.offset, record.data) {
+                    report.damaged.push(damage);
+                }
+            }
             Ok(None) => break,
             Err(ReadRecordError::Truncated { offset, .. }) => {
-                decoder.contents.report.incomplete_tail = Some(offset);
+                report.incomplete_tail = Some(offset);
                 break;
             }
             Err(ReadRecordError::BadDataCrc { offset, length, .. }) => {
-                decoder
-                    .contents
-                    .report
-                    .damaged
-                    .push(Damage::bad_data(offset, length + 16));
+                report.damaged.push(Damage::bad_data(offset, length + 16));
             }
             Err(ReadRecordError::BadLengthCrc { .. }) => match reader.resync() {
-                Ok(skipped) => decoder
-                    .contents
-                    .report
+                Ok(skipped) => report
                     .damaged
                     .push(Damage::bad_length(skipped.offset, skipped.length)),
                 Err(e) => {
-                    decoder.contents.report.error = Some(e.to_string());
+                    report.error = Some(e.to_string());
                     break;
                 }
             },
             Err(e @ ReadRecordError::Io { .. }) => {
-                decoder.contents.report.error = Some(e.to_string());
+                report.error = Some(e.to_string());
                 break;
             }
         }
     }
 }
 
-struct Decoder<'a> {
+struct Decoder<'a, S> {
     tags: Option<&'a HashSet<String>>,
-    contents: &'a mut FileContents,
+    sink: &'a mut S,
+    plugins: &'a mut HashMap<String, String>,
+    /// Reused for every value's buckets, so decoding allocates nothing per record.
+    scratch: Vec<f64>,
 }
 
-impl Decoder<'_> {
-    fn record(&mut self, offset: u64, data: Bytes) {
+impl<S: Sink> Decoder<'_, S> {
+    /// Decodes one record; returns what was damaged in it, if anything.
+    fn record(&mut self, offset: u64, data: &[u8]) -> Option<Damage> {
         let length = data.len() as u64 + 16;
-        let event = match Event::decode(data) {
-            Ok(event) => event,
-            Err(_) => {
-                return self
-                    .contents
-                    .report
-                    .damaged
-                    .push(Damage::unparsable(offset, length))
-            }
+        let Ok(event) = EventView::decode(data) else {
+            return Some(Damage::unparsable(offset, length));
         };
-        if let Some(log) = &event.session_log {
-            if log.status == SESSION_START {
-                self.contents
-                    .entries
-                    .push(Entry::Start { step: event.step });
+        if event.session_start {
+            self.sink.start(event.step);
+        }
+        let summary = event.summary?;
+        let mut problems = Vec::new();
+        for value in summary_values(summary) {
+            let result = match value {
+                Ok(value) => self.value(event.step, event.wall_time, value),
+                Err(e) => Err(format!("bad Summary.Value: {e}")),
+            };
+            if let Err(problem) = result {
+                problems.push(problem);
             }
         }
-        let Some(summary) = event.summary else { return };
-        for value in summary.value {
-            if let Err(problem) = self.value(&event.step, event.wall_time, value) {
-                self.contents
-                    .report
-                    .damaged
-                    .push(Damage::bad_value(offset, length, problem));
-            }
-        }
+        (!problems.is_empty()).then(|| Damage::bad_value(offset, length, problems.join("; ")))
     }
 
-    fn value(&mut self, step: &i64, wall_time: f64, value: SummaryValue) -> Result<(), String> {
-        let plugin = value
-            .metadata
-            .and_then(|m| m.plugin_data)
-            .map(|p| p.plugin_name);
-        if let Some(plugin) = plugin {
-            if !self.contents.plugins.contains_key(&value.tag) {
-                self.contents.plugins.insert(value.tag.clone(), plugin);
+    fn value(&mut self, step: i64, wall_time: f64, value: ValueView<'_>) -> Result<(), String> {
+        let tag = value.tag;
+        if let Some(plugin) = value.plugin {
+            if !self.plugins.contains_key(tag) {
+                self.plugins.insert(tag.to_owned(), plugin.to_owned());
             }
         }
-        if self.tags.is_some_and(|wanted| !wanted.contains(&value.tag)) {
+        if self.tags.is_some_and(|wanted| !wanted.contains(tag)) {
             return Ok(());
         }
-        let point = |buckets, stats| Point {
-            step: *step,
-            wall_time,
-            buckets,
-            stats,
-        };
-        if let Some(histo) = value.histo {
-            let (buckets, stats) = legacy(histo).map_err(|e| format!("{}: {e}", value.tag))?;
-            let entry = Entry::Histogram {
-                tag: value.tag,
-                point: point(buckets, stats),
-                confirmed: true,
-            };
-            self.contents.entries.push(entry);
+        self.scratch.clear();
+        let (stats, confirmed) = if let Some(histo) = value.histo {
+            let stats = legacy(histo, &mut self.scratch).map_err(|e| format!("{tag}: {e}"))?;
+            (stats, true)
         } else if let Some(tensor) = value.tensor {
-            let confirmed = match self.contents.plugins.get(&value.tag) {
+            let confirmed = match self.plugins.get(tag) {
                 Some(plugin) if plugin != HISTOGRAM_PLUGIN => return Ok(()),
                 known => known.is_some(),
             };
-            let Some(buckets) =
-                tensor_histogram(tensor, confirmed).map_err(|e| format!("{}: {e}", value.tag))?
-            else {
+            if !tensor_histogram(tensor, confirmed, &mut self.scratch)
+                .map_err(|e| format!("{tag}: {e}"))?
+            {
                 return Ok(());
-            };
-            let entry = Entry::Histogram {
-                tag: value.tag,
-                point: point(buckets, Stats::MISSING),
-                confirmed,
-            };
-            self.contents.entries.push(entry);
-        }
+            }
+            (Stats::MISSING, confirmed)
+        } else {
+            return Ok(());
+        };
+        self.sink
+            .histogram(tag, step, wall_time, &self.scratch, stats, confirmed);
         Ok(())
     }
 }
 
-fn legacy(histo: Bytes) -> Result<(Vec<f64>, Stats), String> {
-    let h = HistogramProto::decode(histo).map_err(|e| format!("bad HistogramProto: {e}"))?;
-    let mut buckets = Vec::new();
-    let stats = match &h.histoscope {
+fn legacy(histo: &[u8], out: &mut Vec<f64>) -> Result<Stats, String> {
+    let h = HistogramView::decode(histo).map_err(|e| format!("bad HistogramProto: {e}"))?;
+    match &h.histoscope {
         Some(ours) => {
-            data_compat::histoscope_buckets(&h, ours.first_edge, &mut buckets)
-                .map_err(|e| e.to_string())?;
-            Stats::of_histoscope(ours)
+            data_compat::histoscope_buckets(&h, ours.first_edge, out).map_err(|e| e.to_string())?;
+            Ok(Stats::of_histoscope(ours))
         }
         None => {
-            data_compat::legacy_buckets(&h, &mut buckets).map_err(|e| e.to_string())?;
-            Stats::of_legacy(&h)
+            data_compat::legacy_buckets(&h, out).map_err(|e| e.to_string())?;
+            Ok(Stats::of_legacy(&h))
         }
-    };
-    Ok((buckets, stats))
+    }
 }
 
-/// The buckets of a tensor value; `None` for an unconfirmed tensor that is not
-/// (k, 3) numeric, which is some other plugin's data and not damage.
-fn tensor_histogram(tensor: Bytes, confirmed: bool) -> Result<Option<Vec<f64>>, String> {
+/// Decodes a tensor value's buckets into `out`; false for an unconfirmed
+/// tensor that is not (k, 3) numeric, which is some other plugin's data and not damage.
+fn tensor_histogram(tensor: &[u8], confirmed: bool, out: &mut Vec<f64>) -> Result<bool, String> {
     let t = match TensorProto::decode(tensor) {
         Ok(t) => t,
-        Err(_) if !confirmed => return Ok(None),
+        Err(_) if !confirmed => return Ok(false),
         Err(e) => return Err(format!("bad TensorProto: {e}")),
     };
     if !confirmed && !data_compat::is_histogram_shaped(&t) {
-        return Ok(None);
+        return Ok(false);
     }
-    let mut buckets = Vec::new();
-    data_compat::tensor_buckets(&t, &mut buckets).map_err(|e| e.to_string())?;
-    Ok(Some(buckets))
+    data_compat::tensor_buckets(&t, out).map_err(|e| e.to_string())?;
+    Ok(true)
 }

@@ -11,9 +11,11 @@ pub mod event_writer;
 pub mod logdir;
 pub mod masked_crc;
 pub mod proto;
+pub mod proto_view;
 pub mod rebin;
 pub mod report;
 pub mod tf_record;
+pub mod wire;
 
 #[cfg(feature = "python")]
 mod py;

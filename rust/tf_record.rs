@@ -7,7 +7,6 @@
 
 use std::io::{self, Read};
 
-use bytes::Bytes;
 use thiserror::Error;
 
 use crate::masked_crc::MaskedCrc;
@@ -16,11 +15,11 @@ const HEADER_LEN: usize = 12;
 const FOOTER_LEN: usize = 4;
 const CHUNK: usize = 1 << 20;
 
-/// One record's payload and where its frame starts in the input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Record {
+/// One record's payload, borrowed from the reader's buffer, and where its frame starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Record<'a> {
     pub offset: u64,
-    pub data: Bytes,
+    pub data: &'a [u8],
 }
 
 /// Why the next record could not be read.
@@ -58,7 +57,9 @@ pub struct Skipped {
 pub struct RecordReader<R> {
     source: R,
     buf: Vec<u8>,
+    /// Unread bytes are `buf[pos..end]`; `buf[end..]` is room to read into.
     pos: usize,
+    end: usize,
     offset: u64,
     limit: Option<u64>,
 }
@@ -71,6 +72,7 @@ impl<R: Read> RecordReader<R> {
             source,
             buf: Vec::new(),
             pos: 0,
+            end: 0,
             offset: 0,
             limit,
         }
@@ -91,7 +93,7 @@ impl<R: Read> RecordReader<R> {
     /// A bad data checksum consumes the record (its length was sound, so the
     /// next frame is known); a bad length checksum consumes nothing: call
     /// [`RecordReader::resync`] to move past the damage.
-    pub fn next_record(&mut self) -> Result<Option<Record>, ReadRecordError> {
+    pub fn next_record(&mut self) -> Result<Option<Record<'_>>, ReadRecordError> {
         if !self.fill(1)? {
             return Ok(None);
         }
@@ -104,14 +106,10 @@ impl<R: Read> RecordReader<R> {
         if self.beyond_limit(0, need) || !self.fill(need as usize)? {
             return Err(self.truncated(need));
         }
+        let start = self.pos + HEADER_LEN;
         let data_end = HEADER_LEN + length as usize;
-        let data = &self.buf[self.pos + HEADER_LEN..self.pos + data_end];
-        let got = MaskedCrc::compute(data);
+        let got = MaskedCrc::compute(&self.buf[start..self.pos + data_end]);
         let want = self.stored_crc(data_end);
-        let record = Record {
-            offset,
-            data: Bytes::copy_from_slice(data),
-        };
         self.consume(need as usize);
         if got != want {
             return Err(ReadRecordError::BadDataCrc {
@@ -121,7 +119,10 @@ impl<R: Read> RecordReader<R> {
                 want,
             });
         }
-        Ok(Some(record))
+        Ok(Some(Record {
+            offset,
+            data: &self.buf[start..start + length as usize],
+        }))
     }
 
     /// Skips forward to the next offset where a length, its checksum and the
@@ -195,7 +196,7 @@ impl<R: Read> RecordReader<R> {
     }
 
     fn available(&self) -> usize {
-        self.buf.len() - self.pos
+        self.end - self.pos
     }
 
     fn consume(&mut self, n: usize) {
@@ -210,27 +211,27 @@ impl<R: Read> RecordReader<R> {
     fn fill(&mut self, n: usize) -> Result<bool, ReadRecordError> {
         while self.available() < n {
             if self.pos > 0 {
-                self.buf.drain(..self.pos);
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.end -= self.pos;
                 self.pos = 0;
             }
-            let old_len = self.buf.len();
-            self.buf.resize(old_len + CHUNK, 0);
-            let read = self.source.read(&mut self.buf[old_len..]);
-            let read = match read {
+            if self.buf.len() - self.end < CHUNK / 2 {
+                self.buf.resize(self.end + CHUNK, 0);
+            }
+            let read = match self.source.read(&mut self.buf[self.end..]) {
                 Ok(read) => read,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(source) => {
-                    self.buf.truncate(old_len);
                     return Err(ReadRecordError::Io {
                         offset: self.offset,
                         source,
-                    });
+                    })
                 }
             };
-            self.buf.truncate(old_len + read);
             if read == 0 {
                 return Ok(false);
             }
+            self.end += read;
         }
         Ok(true)
     }
