@@ -270,10 +270,11 @@ mod tests {
         let mut proto = HistogramProto::decode(histo).unwrap();
         proto.histoscope = None;
         let mut buckets = Vec::new();
-        crate::data_compat::legacy_buckets(&proto, &mut buckets).unwrap();
+        crate::data_compat::legacy_buckets(&(&proto).into(), &mut buckets).unwrap();
         assert_eq!(buckets, vec![1.0, 2.0, 4.0, 2.0, 3.0, 2.0]);
-        assert_eq!(Stats::of_legacy(&proto).mean, 1.5);
-        assert!((Stats::of_legacy(&proto).std - 0.5).abs() < 1e-12);
+        let legacy = Stats::of_legacy(&(&proto).into());
+        assert_eq!(legacy.mean, 1.5);
+        assert!((legacy.std - 0.5).abs() < 1e-12);
     }
 
     #[test]
