@@ -1,9 +1,9 @@
 """Streaming log directories into one Parquet file of tidy rows, one events file at a time.
 
 Each events file is read, turned into rows (see `histoscope.tidy`) and written
-as its own row group before the next file is read, so memory holds one file's
-histograms (and the next file, read ahead while the current one is written),
-however large the log directories are. A run of several files is read twice:
+as its own row group, so memory holds a few files' histograms (the one being
+written and `READ_AHEAD` being read meanwhile), however large the log
+directories are. A run of several files is read twice:
 first for its steps alone, to know which values its restarts drop (a later
 file can drop steps of an earlier one), then file by file for the buckets.
 """
@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TextIO
 
 from . import _core
 from .reader import Logdirs, _names
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
-from .tidy import SeriesParts, schema, table_of_parts
+from .tidy import STAT_COLUMNS, SeriesParts, schema, table_of_parts
 
-__all__ = ["ExportSummary", "export_parquet", "file_parts"]
+__all__ = ["ExportSummary", "export_parquet"]
+
+#: How many events files are read ahead of the one being written.
+READ_AHEAD = 2
+#: Columns worth min/max statistics (for filters on read); the bucket lists are not.
+_STATISTICS = ("run", "tag", "step", "wall_time", *STAT_COLUMNS)
 
 
 @dataclass
@@ -90,9 +98,17 @@ def export_parquet(
     summary = ExportSummary(path=out, runs=len(chosen))
     files = [f for run in chosen for f in run.files]
     bar = Progress(progress, len(files), sum(_size(f) for f in files)) if progress else None
-    partial = f"{out}.partial"
+    partial_path = f"{out}.partial"
     try:
-        with pq.ParquetWriter(partial, schema(), compression="zstd") as writer:
+        with pq.ParquetWriter(
+            partial_path,
+            schema(),
+            compression="snappy",
+            # Dictionaries pay off for the repeated names only; trying them on
+            # the bucket values costs most of the writing time for nothing.
+            use_dictionary=["run", "tag"],
+            write_statistics=list(_STATISTICS),
+        ) as writer:
             for file, parts, reports in _read_file_by_file(chosen, tag_list):
                 if parts:
                     table = table_of_parts(parts)
@@ -107,26 +123,13 @@ def export_parquet(
                         summary.incomplete.append((path, tail))
                 if bar:
                     bar.update(summary)
-        os.replace(partial, out)
+        os.replace(partial_path, out)
     finally:
         if bar:
             bar.close()
-        if os.path.exists(partial):
-            os.remove(partial)
+        if os.path.exists(partial_path):
+            os.remove(partial_path)
     return summary
-
-
-def file_parts(
-    run: RunRef, tags: list[str] | None
-) -> Iterator[tuple[EventFileRef, list[SeriesParts], list[tuple]]]:
-    """Each file of ``run`` as (file, its series parts, its reports), in order, reading
-    one file at a time; the parts of all files together are the run's series."""
-    if len(run.files) == 1:
-        (file,) = run.files
-        yield (file, *_core.merge_files(run.name, [file.decode(tags)]))
-        return
-    for file, keep in zip(run.files, surviving_entries(run, tags)):
-        yield file, *file_share(run.name, file, keep, tags)
 
 
 def surviving_entries(run: RunRef, tags: list[str] | None) -> list[Any]:
@@ -151,13 +154,54 @@ def file_share(
 def _read_file_by_file(
     runs: Sequence[RunRef], tags: list[str] | None
 ) -> Iterator[tuple[EventFileRef, list[SeriesParts], list[tuple]]]:
-    """Every file of ``runs`` in order; the next file is read while the caller writes this one."""
-    pieces = (piece for run in runs for piece in file_parts(run, tags))
-    with ThreadPoolExecutor(1, thread_name_prefix="histoscope-export") as reader:
-        ahead = reader.submit(next, pieces, None)
-        while (piece := ahead.result()) is not None:
-            ahead = reader.submit(next, pieces, None)
-            yield piece
+    """Every file of ``runs`` in order, the next `READ_AHEAD` read while the caller writes one."""
+    with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="histoscope-export") as pool:
+        pending: deque[Future] = deque()
+        for job in _file_jobs(runs, tags):
+            pending.append(pool.submit(job))
+            if len(pending) > READ_AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def _file_jobs(
+    runs: Sequence[RunRef], tags: list[str] | None
+) -> Iterator[Callable[[], tuple[EventFileRef, list[SeriesParts], list[tuple]]]]:
+    """One job per file, in order; the files of a run of several share its survivors."""
+    for run in runs:
+        if len(run.files) == 1:
+            yield partial(_single_file, run, tags)
+            continue
+        survivors = _Once(partial(surviving_entries, run, tags))
+        for i, file in enumerate(run.files):
+            yield partial(_share_of_file, run.name, file, survivors, i, tags)
+
+
+def _single_file(
+    run: RunRef, tags: list[str] | None
+) -> tuple[EventFileRef, list[SeriesParts], list[tuple]]:
+    (file,) = run.files
+    return (file, *_core.merge_files(run.name, [file.decode(tags)]))
+
+
+def _share_of_file(
+    run: str, file: EventFileRef, survivors: _Once, index: int, tags: list[str] | None
+) -> tuple[EventFileRef, list[SeriesParts], list[tuple]]:
+    return (file, *file_share(run, file, survivors.get()[index], tags))
+
+
+class _Once:
+    """A value computed by the first thread that asks for it; the others wait for it."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._compute, self._lock, self._value = compute, threading.Lock(), None
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._value is None:
+                self._value = self._compute()
+            return self._value
 
 
 def _size(file: EventFileRef) -> int:

@@ -127,7 +127,10 @@ def table_of_parts(parts: Sequence[SeriesParts]) -> pyarrow.Table:
 
 
 def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype)
+    if not arrays:
+        return np.empty(0, dtype)
+    joined = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    return joined.astype(dtype, copy=False)
 
 
 def _joined_offsets(offsets: list[np.ndarray]) -> np.ndarray:
