@@ -51,18 +51,32 @@ pub struct FileContents {
 
 /// Reads one events file; damage is recorded in the report, never returned as data.
 pub fn read_event_file(path: &Path, tags: Option<&HashSet<String>>) -> FileContents {
-    let mut contents = FileContents {
-        report: FileReport::new(path),
-        ..Default::default()
-    };
+    let mut entries = Vec::new();
+    let mut plugins = HashMap::new();
+    let report = read_event_file_into(path, tags, &mut entries, &mut plugins);
+    FileContents {
+        entries,
+        plugins,
+        report,
+    }
+}
+
+/// Reads one events file into `sink`, noting each tag's plugin in `plugins`.
+pub fn read_event_file_into<S: Sink>(
+    path: &Path,
+    tags: Option<&HashSet<String>>,
+    sink: &mut S,
+    plugins: &mut HashMap<String, String>,
+) -> FileReport {
+    let mut report = FileReport::new(path);
     match File::open(path).and_then(|f| Ok((f.metadata()?.len(), f))) {
         Ok((len, file)) => {
             let reader = RecordReader::new(file, Some(len));
-            read_records(reader, tags, &mut contents);
+            decode_records(reader, tags, sink, plugins, &mut report);
         }
-        Err(e) => contents.report.error = Some(e.to_string()),
+        Err(e) => report.error = Some(e.to_string()),
     }
-    contents
+    report
 }
 
 /// Where decoded histogram values go, in record order.

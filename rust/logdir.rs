@@ -9,7 +9,10 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use crate::data_compat::Stats;
-use crate::event_file::{read_event_file, Entry, FileContents, Point, HISTOGRAM_PLUGIN};
+use crate::event_file::{
+    read_event_file, read_event_file_into, Entry, FileContents, Point, Sink, HISTOGRAM_PLUGIN,
+};
+use crate::huge_pages;
 use crate::report::FileReport;
 
 /// Why a log directory could not be read at all.
@@ -71,12 +74,20 @@ impl Series {
     /// that goes back means training restarted from a checkpoint, and the newer
     /// writer's values win, as in TensorBoard's data server.
     fn push(&mut self, point: Point) {
-        self.purge_from(point.step);
-        self.steps.push(point.step);
-        self.wall_times.push(point.wall_time);
-        self.buckets.extend_from_slice(&point.buckets);
+        self.push_rows(point.step, point.wall_time, &point.buckets, point.stats);
+    }
+
+    fn push_rows(&mut self, step: i64, wall_time: f64, buckets: &[f64], stats: Stats) {
+        self.purge_from(step);
+        self.steps.push(step);
+        self.wall_times.push(wall_time);
+        let capacity = self.buckets.capacity();
+        self.buckets.extend_from_slice(buckets);
+        if self.buckets.capacity() != capacity {
+            huge_pages::advise(&self.buckets);
+        }
         self.offsets.push(self.buckets.len() / 3);
-        self.stats.push(point.stats);
+        self.stats.push(stats);
     }
 
     fn purge_from(&mut self, step: i64) {
@@ -217,30 +228,116 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
                 .is_none_or(|wanted| wanted.contains(&r.name))
         })
         .collect();
-    let jobs: Vec<(usize, &Path)> = chosen
+    let tags = selection.tags.as_ref();
+    // A run of one file (the usual case) is decoded straight into its series;
+    // a run of several is read file by file in parallel, then replayed in order.
+    let jobs: Vec<(usize, Option<&Path>)> = chosen
         .iter()
         .enumerate()
-        .flat_map(|(i, r)| r.files.iter().map(move |f| (i, f.as_path())))
+        .flat_map(|(i, r)| match r.files.as_slice() {
+            [_] => vec![(i, None)],
+            files => files.iter().map(|f| (i, Some(f.as_path()))).collect(),
+        })
         .collect();
-    let tags = selection.tags.as_ref();
-    let contents: Vec<(usize, FileContents)> = jobs
+    let done: Vec<(usize, Done)> = jobs
         .par_iter()
-        .map(|&(i, path)| (i, read_event_file(path, tags)))
+        .map(|&(i, file)| match file {
+            Some(path) => (i, Done::File(read_event_file(path, tags))),
+            None => {
+                let run = chosen[i];
+                (
+                    i,
+                    Done::Run(read_single_file_run(&run.name, &run.files[0], tags)),
+                )
+            }
+        })
         .collect();
     let mut per_run: Vec<Vec<FileContents>> = chosen.iter().map(|_| Vec::new()).collect();
-    for (i, file) in contents {
-        per_run[i].push(file);
+    let mut finished: Vec<Option<(Vec<Series>, Vec<FileReport>)>> =
+        chosen.iter().map(|_| None).collect();
+    for (i, result) in done {
+        match result {
+            Done::File(file) => per_run[i].push(file),
+            Done::Run(series_and_report) => finished[i] = Some(series_and_report),
+        }
     }
     let mut out = Logdir {
         runs,
         ..Default::default()
     };
-    for (run, files) in chosen.iter().zip(per_run) {
-        let (series, reports) = merge_run(&run.name, files);
+    for ((run, files), finished) in chosen.iter().zip(per_run).zip(finished) {
+        let (series, reports) = finished.unwrap_or_else(|| merge_run(&run.name, files));
         out.series.extend(series);
         out.reports.extend(reports);
     }
     out
+}
+
+enum Done {
+    File(FileContents),
+    Run((Vec<Series>, Vec<FileReport>)),
+}
+
+/// Reads a run held in one file straight into its series, with no
+/// intermediate copy of the buckets: restarts are applied as records arrive.
+fn read_single_file_run(
+    run: &str,
+    path: &Path,
+    tags: Option<&HashSet<String>>,
+) -> (Vec<Series>, Vec<FileReport>) {
+    let mut sink = SeriesSink {
+        run,
+        series: BTreeMap::new(),
+        confirmed: HashSet::new(),
+    };
+    let mut plugins = HashMap::new();
+    let report = read_event_file_into(path, tags, &mut sink, &mut plugins);
+    let SeriesSink {
+        series, confirmed, ..
+    } = sink;
+    let series = series
+        .into_values()
+        .filter(|s| {
+            !s.is_empty()
+                && (confirmed.contains(&s.tag)
+                    || plugins.get(&s.tag).map(String::as_str) == Some(HISTOGRAM_PLUGIN))
+        })
+        .collect();
+    (series, vec![report])
+}
+
+/// Histogram values pushed straight into a run's series.
+struct SeriesSink<'a> {
+    run: &'a str,
+    series: BTreeMap<String, Series>,
+    /// Tags with at least one value known to be a histogram when it was read.
+    confirmed: HashSet<String>,
+}
+
+impl Sink for SeriesSink<'_> {
+    fn histogram(
+        &mut self,
+        tag: &str,
+        step: i64,
+        wall_time: f64,
+        buckets: &[f64],
+        stats: Stats,
+        confirmed: bool,
+    ) {
+        if !self.series.contains_key(tag) {
+            self.series
+                .insert(tag.to_owned(), Series::new(self.run, tag));
+        }
+        let series = self.series.get_mut(tag).expect("inserted above");
+        series.push_rows(step, wall_time, buckets, stats);
+        if confirmed && !self.confirmed.contains(tag) {
+            self.confirmed.insert(tag.to_owned());
+        }
+    }
+
+    fn start(&mut self, step: i64) {
+        self.series.values_mut().for_each(|s| s.purge_from(step));
+    }
 }
 
 /// Replays one run's files in order into one series per histogram tag.
