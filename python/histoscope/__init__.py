@@ -18,6 +18,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
     ) from error
 
 from .chart import TensorBoardChart
+from .histogram import Histogram
 from .html import render, save_html, show
 from .reader import (
     DamagedFileWarning,
@@ -26,13 +27,19 @@ from .reader import (
     load_histograms,
     read_tensorboard_histograms,
 )
+from .run import Run, finish, init, log
 
 __all__ = [
     "DamagedFileWarning",
+    "Histogram",
     "HistogramSeries",
     "HistoscopeWarning",
+    "Run",
     "TensorBoardChart",
+    "finish",
+    "init",
     "load_histograms",
+    "log",
     "read_tensorboard_histograms",
     "render",
     "save_html",

@@ -12,9 +12,9 @@ use crate::logdir::{Logdir, LogdirError, Selection, Series};
 use crate::rebin::{rebin, thin_indices};
 use crate::report::FileReport;
 
-mod binning;
-
 mod batch;
+mod binning;
+mod writer;
 
 impl From<LogdirError> for PyErr {
     fn from(e: LogdirError) -> PyErr {
@@ -218,7 +218,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rebin_steps, m)?)?;
     m.add_function(wrap_pyfunction!(thin, m)?)?;
     m.add("STAT_NAMES", Stats::NAMES.to_vec())?;
-    binning::register(m)?;
+    writer::register(m)?;
     batch::register(m)?;
+    binning::register(m)?;
     Ok(())
 }

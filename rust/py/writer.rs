@@ -1,0 +1,138 @@
+//! `_core.EventFileWriter`: an events file that Python's background thread writes to.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use numpy::PyReadonlyArray1;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::data_compat::Stats;
+use crate::event_writer::{
+    histogram_event, scalar_event, EventWriter, HistogramRecord, WriteError,
+};
+
+impl From<WriteError> for PyErr {
+    fn from(e: WriteError) -> PyErr {
+        match e {
+            WriteError::EdgeCount { .. } => PyValueError::new_err(e.to_string()),
+            WriteError::Io { .. } => PyOSError::new_err(e.to_string()),
+        }
+    }
+}
+
+/// A new events file in a run's folder; every call releases the GIL while it writes.
+#[pyclass(module = "histoscope._core")]
+pub struct EventFileWriter {
+    writer: Mutex<Option<EventWriter>>,
+    path: PathBuf,
+}
+
+impl EventFileWriter {
+    fn with<T>(&self, f: impl FnOnce(&mut EventWriter) -> Result<T, WriteError>) -> PyResult<T> {
+        let mut guard = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let writer = guard
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err(format!("{} is closed", self.path.display())))?;
+        Ok(f(writer)?)
+    }
+}
+
+fn stats_of(s: [f64; 8]) -> Stats {
+    let [count, min, max, mean, std, nonfinite, below, above] = s;
+    Stats {
+        count,
+        min,
+        max,
+        mean,
+        std,
+        nonfinite,
+        below,
+        above,
+    }
+}
+
+#[pymethods]
+impl EventFileWriter {
+    #[new]
+    fn new(py: Python<'_>, dir: PathBuf, wall_time: f64, host: String) -> PyResult<Self> {
+        let writer = py.detach(|| EventWriter::create(&dir, wall_time, &host))?;
+        let path = writer.path().to_path_buf();
+        Ok(EventFileWriter {
+            writer: Mutex::new(Some(writer)),
+            path,
+        })
+    }
+
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Writes one histogram: `counts[i]` values in `[edges[i], edges[i + 1])`,
+    /// with `stats` = (count, min, max, mean, std, nonfinite, below, above).
+    #[allow(clippy::too_many_arguments)]
+    fn write_histogram(
+        &self,
+        py: Python<'_>,
+        tag: &str,
+        step: i64,
+        wall_time: f64,
+        edges: PyReadonlyArray1<'_, f64>,
+        counts: PyReadonlyArray1<'_, f64>,
+        stats: [f64; 8],
+    ) -> PyResult<()> {
+        let edges = edges.as_array().to_vec();
+        let counts = counts.as_array().to_vec();
+        py.detach(|| {
+            let record = HistogramRecord {
+                tag,
+                step,
+                wall_time,
+                edges: &edges,
+                counts: &counts,
+                stats: stats_of(stats),
+            };
+            let event = histogram_event(&record)?;
+            self.with(|w| w.write(&event))
+        })
+    }
+
+    /// Writes one scalar, as TensorBoard's scalars dashboard reads it.
+    fn write_scalar(
+        &self,
+        py: Python<'_>,
+        tag: &str,
+        step: i64,
+        wall_time: f64,
+        value: f32,
+    ) -> PyResult<()> {
+        py.detach(|| self.with(|w| w.write(&scalar_event(tag, step, wall_time, value))))
+    }
+
+    /// Pushes every record written so far to the operating system.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.with(EventWriter::flush))
+    }
+
+    /// Flushes and closes the file; later writes raise `ValueError`.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            let mut guard = self
+                .writer
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match guard.take() {
+                Some(mut writer) => writer.flush().map_err(PyErr::from),
+                None => Ok(()),
+            }
+        })
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<EventFileWriter>()
+}

@@ -1,0 +1,274 @@
+"""Logging runs: round trips through events files, TensorBoard reading them, robustness."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import histoscope as hs
+from histoscope import DamagedFileWarning
+
+
+def read_back(run_dir: Path, tag: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DamagedFileWarning)
+        return hs.load_histograms(run_dir.parent, runs=[run_dir.name])[tag][run_dir.name]
+
+
+def assert_logged_like_numpy(series, i: int, values: np.ndarray, bins=50, range=None) -> None:
+    finite = values[np.isfinite(values)].astype(np.float64)
+    counts, edges = np.histogram(finite, bins=bins, range=range)
+    got = series.buckets[i]
+    np.testing.assert_array_equal(got[:, 0], edges[:-1])
+    np.testing.assert_array_equal(got[:, 1], edges[1:])
+    np.testing.assert_array_equal(got[:, 2], counts)
+    stats = {name: values[i] for name, values in series.stats.items()}
+    assert stats["count"] == len(finite)
+    assert stats["nonfinite"] == values.size - len(finite)
+    if len(finite):
+        assert stats["min"] == finite.min() and stats["max"] == finite.max()
+        np.testing.assert_allclose(stats["mean"], finite.mean(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(stats["std"], finite.std(), rtol=1e-9, atol=1e-12)
+
+
+def test_round_trip_equals_numpy(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    logged = [rng.normal(size=(64, 32)).astype(np.float32) * (s + 1) for s in range(3)]
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        assert run.dir == tmp_path / "p" / "r"
+        for step, values in enumerate(logged):
+            run.add_histogram("w", values, step=step * 10)
+    series = read_back(run.dir, "w")
+    assert series.steps.tolist() == [0, 10, 20]
+    for i, values in enumerate(logged):
+        assert_logged_like_numpy(series, i, values.ravel())
+        assert series.stats["below"][i] == 0 and series.stats["above"][i] == 0
+
+
+def test_tensorboard_reads_the_same_buckets(tmp_path: Path) -> None:
+    from tensorboard import data_compat
+    from tensorboard.backend.event_processing import event_file_loader
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.util import tensor_util
+
+    values = np.concatenate([np.zeros(10), np.linspace(-1, 3, 500)])
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        run.add_histogram("w", values, step=4, bins=20, range=(-2.0, 4.0))
+        run.log({"loss": 0.25}, step=4)
+    raw = event_file_loader.RawEventFileLoader(str(run.path)).Load()
+    events = [event_pb2.Event.FromString(record) for record in raw]
+    assert events[0].file_version == "brain.Event:2"
+    histo_value = next(v for e in events for v in e.summary.value if v.tag == "w")
+    scalar = next(v for e in events for v in e.summary.value if v.tag == "loss")
+    assert scalar.simple_value == 0.25
+    tensor = tensor_util.make_ndarray(data_compat.migrate_value(histo_value).tensor)
+    ours = read_back(run.dir, "w").buckets[0]
+    nonempty = ours[np.flatnonzero(ours[:, 2])[0] : np.flatnonzero(ours[:, 2])[-1] + 1]
+    np.testing.assert_array_equal(tensor, nonempty.astype(np.float32))
+    h = histo_value.histo
+    assert h.num == 510
+    np.testing.assert_allclose(h.sum / h.num, values.mean())
+
+
+def test_values_changed_in_place_after_the_call_are_not_seen(tmp_path: Path) -> None:
+    values = np.arange(1000, dtype=np.float64)
+    original = values.copy()
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        for step in range(20):
+            run.add_histogram("w", values, step=step)
+            values += 1000.0  # as optimizer.step() does
+    series = read_back(run.dir, "w")
+    for step in range(20):
+        assert_logged_like_numpy(series, step, original + 1000.0 * step)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([1.0, np.nan, 2.0, np.inf, -np.inf, 3.0]),
+        np.full(7, np.nan),
+        np.array([], dtype=np.float32),
+        np.array([True, False, True, True]),
+        np.arange(-50, 50, dtype=np.int16),
+        np.linspace(-4, 4, 99).astype(np.float16),
+        np.arange(10, dtype=np.uint8).reshape(2, 5),
+        [1, 2, 3, 3],
+        (0.5, 1.5),
+    ],
+    ids=["nan-inf", "all-nan", "empty", "bool", "int16", "float16", "uint8-2d", "list", "tuple"],
+)
+def test_every_kind_of_input_is_logged(tmp_path: Path, values) -> None:
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        run.add_histogram("w", values, step=0)
+    series = read_back(run.dir, "w")
+    array = np.asarray(values).ravel()
+    assert_logged_like_numpy(series, 0, array.astype(np.float64))
+
+
+def test_bfloat16_numpy_input(tmp_path: Path) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = np.linspace(-3, 3, 301).astype(ml_dtypes.bfloat16)
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        run.add_histogram("w", values, step=0)
+    assert_logged_like_numpy(read_back(run.dir, "w"), 0, values.astype(np.float64))
+
+
+def test_torch_tensors_of_any_dtype(tmp_path: Path) -> None:
+    import torch
+
+    weight = torch.nn.Parameter(torch.randn(40, 30))
+    bf16 = torch.randn(1000).to(torch.bfloat16)
+    before = weight.detach().clone().numpy().ravel()
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        run.add_histogram("param", weight, step=0)
+        run.add_histogram("bf16", bf16, step=0)
+        with torch.no_grad():
+            weight.mul_(100)  # after the call: not seen
+    assert_logged_like_numpy(read_back(run.dir, "param"), 0, before)
+    assert_logged_like_numpy(read_back(run.dir, "bf16"), 0, bf16.float().numpy())
+
+
+def test_weights_and_range(tmp_path: Path) -> None:
+    values = np.array([-5.0, 0.1, 0.2, 0.6, 0.9, 7.0, np.nan])
+    weights = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        run.add_histogram("w", values, step=0, bins=2, range=(0.0, 1.0), weights=weights)
+        run.add_histogram("edges", values, step=0, bins=[0.0, 0.5, 2.0, 10.0])
+    series = read_back(run.dir, "w")
+    np.testing.assert_array_equal(series.buckets[0], [[0.0, 0.5, 5.0], [0.5, 1.0, 9.0]])
+    stats = {k: v[0] for k, v in series.stats.items()}
+    assert (stats["below"], stats["above"]) == (1.0, 6.0)
+    edges = read_back(run.dir, "edges")
+    np.testing.assert_array_equal(edges.buckets[0][:, 2], [2.0, 2.0, 1.0])
+    assert edges.stats["below"][0] == 1.0
+
+
+def test_steps_default_to_one_more_than_the_last(tmp_path: Path) -> None:
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        run.add_histogram("a", [1.0])
+        run.add_histogram("a", [1.0])
+        run.add_histogram("a", [1.0], step=10)
+        run.add_histogram("a", [1.0])
+        run.add_histogram("b", [1.0])
+    assert read_back(run.dir, "a").steps.tolist() == [0, 1, 10, 11]
+    assert read_back(run.dir, "b").steps.tolist() == [0]
+
+
+def test_log_histograms_and_scalars(tmp_path: Path) -> None:
+    samples = np.random.default_rng(1).normal(size=5000)
+    run = hs.init("p", run_name="r", dir=tmp_path)
+    hs.log(
+        {"weights": hs.Histogram(samples, bins=64), "loss": 0.31, "acc": np.float32(0.5)}, step=3
+    )
+    run.log({"weights": hs.Histogram(samples * 2, bins=64)})
+    with pytest.raises(TypeError, match="use separate keys"):
+        run.log({"weights": [hs.Histogram(samples), hs.Histogram(samples)]})
+    with pytest.raises(TypeError, match="'bad': run.log takes a histoscope.Histogram or a number"):
+        run.log({"bad": "text"})
+    hs.finish()
+    series = read_back(run.dir, "weights")
+    assert series.steps.tolist() == [3, 4]
+    assert_logged_like_numpy(series, 0, samples, bins=64)
+    with pytest.raises(RuntimeError, match="finished"):
+        run.add_histogram("w", [1.0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"key": ""}, ValueError, "key must not be empty"),
+        ({"key": 3}, TypeError, "key must be a str"),
+        ({"step": -1}, ValueError, "step must be an int >= 0"),
+        ({"step": 1.5}, TypeError, "step must be an int"),
+        ({"bins": 0}, ValueError, "bins must be an int from 1 to 512 or increasing edges, got 0"),
+        ({"bins": [1.0, 0.0]}, ValueError, "bins"),
+        ({"range": (1.0, 0.0)}, ValueError, "range"),
+        ({"range": (0.0, np.inf)}, ValueError, "range"),
+        ({"weights": np.ones(3)}, ValueError, "weights must have the same shape as values"),
+        ({"time": "now"}, TypeError, "time"),
+        ({"values": "text"}, TypeError, "values"),
+        ({"values": object()}, TypeError, "values"),
+    ],
+)
+def test_bad_arguments_raise_at_the_call(tmp_path: Path, kwargs, error, match) -> None:
+    args = {"key": "w", "values": np.ones(4)} | kwargs
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        with pytest.raises(error, match=match):
+            run.add_histogram(args.pop("key"), args.pop("values"), **args)
+
+
+def test_run_names_and_restarts(tmp_path: Path) -> None:
+    first = hs.init("proj", dir=tmp_path)
+    first.add_histogram("w", [1.0, 2.0], step=0)
+    first.add_histogram("w", [1.0, 2.0], step=1)
+    first.finish()
+    assert first.name.count("-") == 2 and first.dir.parent == tmp_path / "proj"
+    again = hs.init("proj", run_name=first.name, dir=tmp_path)
+    again.add_histogram("w", [5.0, 6.0], step=1)
+    again.finish()
+    assert len(list(first.dir.iterdir())) == 2
+    series = read_back(first.dir, "w")
+    assert series.steps.tolist() == [0, 1]
+    assert series.stats["mean"].tolist() == [1.5, 5.5]
+
+
+def test_bad_run_folders(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(OSError, match="cannot write"):
+        hs.init("p", run_name="r", dir=tmp_path / "file")
+    with pytest.raises(ValueError, match="run_name"):
+        hs.init("p", run_name="../escape", dir=tmp_path)
+    with pytest.raises(TypeError, match="project"):
+        hs.init(None)  # type: ignore[arg-type]
+
+
+def test_exception_in_the_training_loop_still_flushes(tmp_path: Path) -> None:
+    with pytest.raises(KeyError):
+        with hs.init("p", run_name="r", dir=tmp_path) as run:
+            run.add_histogram("w", np.arange(10.0), step=0)
+            raise KeyError("boom")
+    assert read_back(run.dir, "w").steps.tolist() == [0]
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time, numpy as np, histoscope as hs
+    import histoscope.run
+    histoscope.run.FLUSH_SECONDS = 0.2
+    run = hs.init("p", run_name="killed", dir=sys.argv[1])
+    rng = np.random.default_rng(0)
+    for step in range(100000):
+        run.add_histogram("w", rng.normal(size=2000), step=step)
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+        time.sleep(0.002)
+    """
+)
+
+
+def test_a_run_killed_mid_training_reads_back_up_to_the_last_flush(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)])
+    run_dir = tmp_path / "p" / "killed"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            files = list(run_dir.glob("*tfevents*")) if run_dir.is_dir() else []
+            if files and files[0].stat().st_size > 20_000:
+                break
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    series = read_back(run_dir, "w")
+    assert len(series) > 5
+    assert series.steps.tolist() == list(range(len(series)))
+    assert all(b[:, 2].sum() == 2000 for b in series.buckets)
