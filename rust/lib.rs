@@ -8,6 +8,7 @@ pub mod data_compat;
 pub mod event_file;
 pub mod event_stream;
 pub mod event_writer;
+pub mod follow;
 pub mod huge_pages;
 pub mod logdir;
 pub mod masked_crc;

@@ -78,3 +78,14 @@ def decode_file(path: str | os.PathLike[str], tags: list[str] | None = None) -> 
 def merge_files(run: str, files: list[DecodedFile]) -> tuple[list[_Series], list[_Report]]: ...
 def surviving_entries(files: list[DecodedFile]) -> list[npt.NDArray[np.bool_]]: ...
 def discover_runs(logdir: str | os.PathLike[str]) -> list[tuple[str, list[os.PathLike[str]]]]: ...
+
+_Segment = tuple[int, list[int], list[_Series], _Report, dict[str, str]]
+
+def read_segment(
+    run: str,
+    path: str | os.PathLike[str],
+    start: int,
+    max_bytes: int,
+    plugins: dict[str, str],
+    tags: list[str] | None = None,
+) -> _Segment: ...

@@ -94,6 +94,61 @@ def _add_export(commands: argparse._SubParsersAction) -> None:
     export.set_defaults(run=_export)
 
 
+def _view(args: argparse.Namespace) -> int:
+    """Serves the viewer of a log directory until interrupted."""
+    from .viewer import serve
+
+    try:
+        serve(args.logdir, host=args.host, port=args.port)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _add_view(commands: argparse._SubParsersAction) -> None:
+    view = commands.add_parser(
+        "view",
+        help="serve a web page that shows the histograms of a log directory as it grows",
+        description="Serves the runs, histograms and distributions of LOGDIR on a local web "
+        "page that follows the files as they grow, and prints its address.",
+    )
+    view.add_argument("logdir", help="a TensorBoard log directory")
+    view.add_argument("--port", type=int, default=6006, help="the port (default 6006; 0: any)")
+    view.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1, this machine only)",
+    )
+    view.set_defaults(run=_view)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """Trains a small model, logs its histograms, saves their charts and maybe serves them."""
+    from .demo import run_demo
+
+    logdir = run_demo(args.out, steps=args.steps)
+    if args.view:
+        return _view(argparse.Namespace(logdir=logdir, host="127.0.0.1", port=args.port))
+    return 0
+
+
+def _add_demo(commands: argparse._SubParsersAction) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="train a small NumPy model, log its histograms and save their accessible charts",
+        description="Trains a two-layer network on synthetic data in pure NumPy, logs its "
+        "weights, gradients and activations with add_histogram, reads them back and saves "
+        "one accessible chart page per histogram.",
+    )
+    demo.add_argument(
+        "--out", default="histoscope-demo", help="the folder to write (default histoscope-demo)"
+    )
+    demo.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
+    demo.add_argument("--view", action="store_true", help="then serve the log directory")
+    demo.add_argument("--port", type=int, default=6006, help="the port for --view")
+    demo.set_defaults(run=_demo)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="histoscope", description="Read, log and show the histograms of ML training."
@@ -104,6 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     ls.add_argument("logdir", help="a TensorBoard log directory")
     _add_export(commands)
+    _add_view(commands)
+    _add_demo(commands)
     return parser
 
 

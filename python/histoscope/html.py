@@ -180,7 +180,8 @@ def _assets() -> tuple[str, str]:
     folder = resources.files(__package__).joinpath("_assets")
     return (
         folder.joinpath("chart.css").read_text(encoding="utf-8"),
-        folder.joinpath("chart.js").read_text(encoding="utf-8"),
+        folder.joinpath("a11y.js").read_text(encoding="utf-8")
+        + folder.joinpath("chart.js").read_text(encoding="utf-8"),
     )
 
 

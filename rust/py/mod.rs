@@ -14,6 +14,7 @@ use crate::report::FileReport;
 
 mod batch;
 mod binning;
+mod follow;
 mod writer;
 
 impl From<LogdirError> for PyErr {
@@ -221,5 +222,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     writer::register(m)?;
     batch::register(m)?;
     binning::register(m)?;
+    follow::register(m)?;
     Ok(())
 }

@@ -3,6 +3,8 @@
 (function () {
   "use strict";
 
+  const a11y = window.histoscopeA11y;
+
   const data = JSON.parse(document.getElementById("histoscope-data").textContent);
   const steps = data.steps;
   const counts = data.counts;
@@ -25,8 +27,6 @@
   const review = document.getElementById("review");
   const keys = document.getElementById("keys");
 
-  // Braille cells filled from the bottom: empty, then one to four rows of dots.
-  const CELLS = ["\u2800", "\u28C0", "\u28E4", "\u28F6", "\u28FF"];
   const MOVES = {
     ArrowLeft: [0, -1, "First bin"],
     ArrowRight: [0, 1, "Last bin"],
@@ -39,10 +39,7 @@
     " R review; H this list.";
 
   const state = { step: 0, bin: 0, text: true, sound: false, braille: false, last: "" };
-  let audio = null;
-  let pendingSpeech = 0;
-
-  const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+  const speak = a11y.speaker(live);
 
   function total(step) {
     return counts[step].reduce((sum, count) => sum + count, 0);
@@ -50,25 +47,11 @@
 
   function describePoint() {
     const count = counts[state.step][state.bin];
-    const stepTotal = total(state.step);
-    // Tenths of a percent, halves rounded up (toFixed alone rounds the binary value).
-    const share = stepTotal > 0 ? Math.round((1000 * count) / stepTotal) / 10 : 0;
     return (
       "Step " + steps[state.step] + ", " + labels[state.bin] + " to " + labels[state.bin + 1] +
-      ", count " + numberFormat.format(count) + ", " + share.toFixed(1) + "% of the step"
+      ", count " + a11y.numberFormat.format(count) + ", " +
+      a11y.percent(count, total(state.step)) + " of the step"
     );
-  }
-
-  // Screen readers speak a live region only when its text changes, so a repeated
-  // message is cleared first and written back a moment later.
-  function speak(message) {
-    clearTimeout(pendingSpeech);
-    if (live.textContent === message) {
-      live.textContent = "";
-      pendingSpeech = setTimeout(() => { live.textContent = message; }, 150);
-    } else {
-      live.textContent = message;
-    }
   }
 
   function announce(message) {
@@ -97,51 +80,21 @@
     cursorRidge.removeAttribute("display");
   }
 
-  function brailleCells(step) {
-    const row = counts[step];
-    const peak = Math.max(...row);
-    return row.map((count) => CELLS[peak > 0 ? Math.ceil((4 * count) / peak) : 0]);
-  }
-
   function drawBraille() {
     brailleBox.hidden = !state.braille;
     if (!state.braille) return;
-    const cells = brailleCells(state.step);
-    const mark = document.createElement("mark");
-    mark.id = "braille-cursor";
-    mark.textContent = cells[state.bin];
-    braille.replaceChildren(
-      cells.slice(0, state.bin).join(""), mark, cells.slice(state.bin + 1).join(""));
+    a11y.drawBraille(braille, counts[state.step], state.bin, "braille-cursor");
     brailleLabel.textContent = "Braille, step " + steps[state.step] + ":";
   }
 
-  function tone(frequency, pan, seconds) {
-    const now = audio.currentTime;
-    const oscillator = audio.createOscillator();
-    const gain = audio.createGain();
-    const panner = audio.createStereoPanner();
-    oscillator.frequency.value = frequency;
-    panner.pan.value = pan;
-    gain.gain.setValueAtTime(0.0001, now);
-    gain.gain.exponentialRampToValueAtTime(0.25, now + 0.01);
-    gain.gain.exponentialRampToValueAtTime(0.0001, now + seconds);
-    oscillator.connect(gain).connect(panner).connect(audio.destination);
-    oscillator.start(now);
-    oscillator.stop(now + seconds + 0.02);
-  }
-
-  // Pitch rises with the count over two octaves and a half, 200 Hz for an empty bin;
-  // the pan runs from the left speaker for the first bin to the right for the last.
   function playPoint() {
     if (!state.sound) return;
-    const count = counts[state.step][state.bin];
-    const level = layout.max > 0 ? count / layout.max : 0;
-    const pan = binCount > 1 ? (2 * state.bin) / (binCount - 1) - 1 : 0;
-    tone(200 * Math.pow(2, 2.5 * level), pan, 0.15);
+    const level = layout.max > 0 ? counts[state.step][state.bin] / layout.max : 0;
+    a11y.playLevel(level, state.bin, binCount);
   }
 
   function playEdge() {
-    if (state.sound) tone(110, 0, 0.08);
+    if (state.sound) a11y.playEdge();
   }
 
   function moveTo(step, bin) {
@@ -172,11 +125,8 @@
 
   function toggleSound() {
     state.sound = !state.sound;
-    if (state.sound) {
-      // Created on this key press, never before: no sound plays until it is asked for.
-      audio = audio || new (window.AudioContext || window.webkitAudioContext)();
-      if (audio.state === "suspended") audio.resume();
-    }
+    // Started on this key press, never before: no sound plays until it is asked for.
+    if (state.sound) a11y.startSound();
     speak(state.sound ? "Sound on" : "Sound off");
     playPoint();
   }

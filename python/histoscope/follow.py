@@ -1,0 +1,293 @@
+"""Following a log directory as it grows, for the viewer.
+
+Runs are listed first (a directory walk, no reading). A run's events files are
+read when the run is first asked for, a segment of whole records at a time, and
+each file's byte offset is kept, so a later refresh decodes only what was
+appended since. Per step only an index stays in memory: the step, wall time,
+statistics, TensorBoard's distribution percentiles and which segment holds the
+buckets. The buckets of a step are read again from that segment when someone
+looks at it, so memory does not grow with the steps nobody looks at.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _core
+
+__all__ = [
+    "BASIS_POINTS",
+    "LogdirIndex",
+    "RunIndex",
+    "SeriesIndex",
+    "SeriesView",
+    "compress_histograms",
+]
+
+#: TensorBoard's distribution compressor: the percentiles (in basis points) drawn over steps.
+BASIS_POINTS = (0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000)
+
+#: How much of an events file one read decodes; a single longer record is read whole.
+SEGMENT_BYTES = 4 << 20
+
+_STAT_COUNT = len(_core.STAT_NAMES)
+_CACHED_SEGMENTS = 32
+
+
+def compress_histograms(flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """TensorBoard's ``compress_histogram`` for every step at once: shape (steps, 9).
+
+    ``flat`` holds (left, right, count) rows, step ``i`` owning rows
+    ``offsets[i]:offsets[i + 1]``. Each basis point is interpolated linearly in
+    the first bucket with a non-zero count whose cumulative share passes it, as
+    ``tensorboard/plugins/distribution/compressor.py`` does; past the last
+    bucket it is the greatest edge, and a step without buckets gives zeros. The
+    shares are summed in the same order as there, so ties land the same way.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    steps = len(sizes)
+    out = np.zeros((steps, len(BASIS_POINTS)))
+    if steps == 0 or len(flat) == 0:
+        return out
+    rows = np.repeat(np.arange(steps), sizes)
+    cols = np.arange(len(flat)) - np.repeat(offsets[:-1], sizes)
+    width = int(sizes.max())
+    counts = np.zeros((steps, width))
+    counts[rows, cols] = flat[:, 2]
+    rights = np.zeros((steps, width))
+    rights[rows, cols] = flat[:, 1]
+    totals = np.array([flat[a:b, 2].sum() for a, b in zip(offsets[:-1], offsets[1:])])
+    weights = np.cumsum(counts * BASIS_POINTS[-1] / np.where(totals == 0, 1.0, totals)[:, None], 1)
+    before = np.concatenate((np.zeros((steps, 1)), weights[:, :-1]), axis=1)
+    moving = (weights != before) & (np.arange(width) < sizes[:, None])
+    present = sizes > 0
+    first = np.where(present, flat[offsets[:-1].clip(max=len(flat) - 1), 0], 0.0)
+    last = np.where(present, flat[(offsets[1:] - 1).clip(min=0), 1], 0.0)
+    every = np.arange(steps)
+    for j, bp in enumerate(BASIS_POINTS):
+        candidates = moving & (weights > bp)
+        i = candidates.argmax(axis=1)
+        cum, cum_prev = weights[every, i], before[every, i]
+        at_start = (i == 0) | (cum_prev == 0)
+        lhs = np.where(at_start, first, np.maximum(rights[every, (i - 1).clip(min=0)], first))
+        rhs = np.minimum(rights[every, i], last)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = lhs + (bp - cum_prev) * (rhs - lhs) / (cum - cum_prev)
+        out[:, j] = np.where(candidates[every, i], value, last)
+    out[~present] = 0.0
+    return out
+
+
+class SeriesView(NamedTuple):
+    """The index of one tag of one run at one moment: per step, in step order."""
+
+    steps: np.ndarray
+    wall_times: np.ndarray
+    stats: np.ndarray
+    quantiles: np.ndarray
+    segments: np.ndarray
+
+    def upto(self, keep: int) -> SeriesView:
+        return SeriesView(*(column[:keep] for column in self))
+
+
+class SeriesIndex:
+    """One tag of one run, growing; `view` is replaced whole, so readers see one moment."""
+
+    def __init__(self) -> None:
+        self.view = SeriesView(
+            np.zeros(0, dtype=np.int64),
+            np.zeros(0),
+            np.zeros((0, _STAT_COUNT)),
+            np.zeros((0, len(BASIS_POINTS))),
+            np.zeros(0, dtype=np.int64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.view.steps)
+
+    def purge_from(self, step: int) -> None:
+        """Drops the steps at or after ``step``: a restart logged them again."""
+        keep = int(np.searchsorted(self.view.steps, step, side="left"))
+        if keep < len(self.view.steps):
+            self.view = self.view.upto(keep)
+
+    def extend(self, steps, wall_times, flat, offsets, stats, segment: int) -> None:
+        """Appends a segment's steps of this tag, dropping kept steps they log again."""
+        keep = int(np.searchsorted(self.view.steps, int(steps[0]), side="left"))
+        added = SeriesView(
+            steps,
+            wall_times,
+            stats,
+            compress_histograms(flat, offsets),
+            np.full(len(steps), segment, dtype=np.int64),
+        )
+        self.view = SeriesView(
+            *(np.concatenate((old, new)) for old, new in zip(self.view.upto(keep), added))
+        )
+
+
+@dataclass
+class _Segment:
+    path: str
+    start: int
+    end: int
+
+
+@dataclass
+class RunIndex:
+    """One run: where each of its files was read up to, and the index of each tag."""
+
+    name: str
+    offsets: dict[str, int] = field(default_factory=dict)
+    plugins: dict[str, str] = field(default_factory=dict)
+    segments: list[_Segment] = field(default_factory=list)
+    series: dict[str, SeriesIndex] = field(default_factory=dict)
+    version: int = 0
+    caught_up: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def read(self, files: Iterable[str], budget_seconds: float) -> None:
+        """Reads what was appended to ``files`` since the last read, for about ``budget_seconds``.
+
+        ``caught_up`` says whether every file was read to its last whole record.
+        """
+        deadline = time.monotonic() + budget_seconds
+        with self.lock:
+            self.caught_up = False
+            for path in files:
+                if not self._read_file(path, deadline):
+                    return
+            self.caught_up = True
+
+    def _read_file(self, path: str, deadline: float) -> bool:
+        while True:
+            start = self.offsets.get(path, 0)
+            end, starts, series, _report, plugins = _core.read_segment(
+                self.name, path, start, SEGMENT_BYTES, self.plugins
+            )
+            self.plugins = plugins
+            if end == start:
+                return True
+            self.offsets[path] = end
+            self._apply(_Segment(path, start, end), starts, series)
+            if time.monotonic() > deadline:
+                return False
+
+    def _apply(self, segment: _Segment, starts: list[int], series: list[tuple]) -> None:
+        number = len(self.segments)
+        self.segments.append(segment)
+        for step in starts:
+            for index in self.series.values():
+                index.purge_from(step)
+        for _run, tag, steps, wall_times, flat, offsets, stats in series:
+            self.series.setdefault(tag, SeriesIndex()).extend(
+                steps, wall_times, flat, offsets, stats, number
+            )
+        self.version += 1
+
+    def segment_series(self, number: int, tag: str) -> tuple | None:
+        """The series tuple of ``tag`` in segment ``number``, read again from its file."""
+        segment = self.segments[number]
+        _end, _starts, series, _report, _plugins = _core.read_segment(
+            self.name, segment.path, segment.start, segment.end - segment.start, self.plugins, [tag]
+        )
+        return next((s for s in series if s[1] == tag), None)
+
+
+class LogdirIndex:
+    """A log directory followed as it grows: its runs, and each run's index read on demand.
+
+    ``refresh_seconds`` is how old a listing or a run's read may be before it is
+    refreshed; ``budget_seconds`` bounds the time one request spends reading a
+    run, the rest being read in the background.
+    """
+
+    def __init__(
+        self, logdir: str, *, refresh_seconds: float = 1.0, budget_seconds: float = 0.25
+    ) -> None:
+        self.logdir = logdir
+        self.refresh_seconds = refresh_seconds
+        self.budget_seconds = budget_seconds
+        self._files: dict[str, list[str]] = {}
+        self._listed_at = -np.inf
+        self._runs: dict[str, RunIndex] = {}
+        self._read_at: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[str, int, str], tuple | None] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._background: set[str] = set()
+
+    def runs(self) -> list[str]:
+        """Every run's name, sorted; listed again when older than ``refresh_seconds``."""
+        with self._lock:
+            if time.monotonic() - self._listed_at > self.refresh_seconds:
+                found = _core.discover_runs(self.logdir)
+                self._files = {name: [str(f) for f in files] for name, files in found}
+                self._listed_at = time.monotonic()
+            return sorted(self._files)
+
+    def run(self, name: str) -> RunIndex | None:
+        """The run called ``name``, read up to date (within ``refresh_seconds``), or None."""
+        if name not in self.runs():
+            return None
+        with self._lock:
+            run = self._runs.setdefault(name, RunIndex(name))
+            stale = time.monotonic() - self._read_at.get(name, -np.inf) > self.refresh_seconds
+            if stale:
+                self._read_at[name] = time.monotonic()
+            files = list(self._files.get(name, []))
+        if stale and not run.lock.locked():
+            run.read(files, self.budget_seconds)
+            if not run.caught_up:
+                self._catch_up_later(run, files)
+        return run
+
+    def _catch_up_later(self, run: RunIndex, files: list[str]) -> None:
+        with self._lock:
+            if run.name in self._background:
+                return
+            self._background.add(run.name)
+
+        def work() -> None:
+            try:
+                while not run.caught_up:
+                    run.read(files, 1.0)
+            finally:
+                with self._lock:
+                    self._background.discard(run.name)
+
+        threading.Thread(target=work, name=f"histoscope-read-{run.name}", daemon=True).start()
+
+    def buckets(self, run: RunIndex, tag: str, view: SeriesView, position: int) -> np.ndarray:
+        """The (k, 3) buckets of step ``position`` of ``view``, the index of ``tag`` in ``run``."""
+        step = int(view.steps[position])
+        series = self._segment_series(run, int(view.segments[position]), tag)
+        if series is None:
+            return np.zeros((0, 3))
+        steps, flat, offsets = series[2], series[4], series[5]
+        found = int(np.searchsorted(steps, step))
+        if found >= len(steps) or steps[found] != step:
+            return np.zeros((0, 3))
+        return flat[offsets[found] : offsets[found + 1]]
+
+    def _segment_series(self, run: RunIndex, number: int, tag: str) -> tuple | None:
+        key = (run.name, number, tag)
+        with self._cache_lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        series = run.segment_series(number, tag)
+        with self._cache_lock:
+            self._cache[key] = series
+            while len(self._cache) > _CACHED_SEGMENTS:
+                self._cache.popitem(last=False)
+        return series

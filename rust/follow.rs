@@ -1,0 +1,335 @@
+//! Following growing events files: each read decodes only the records written since the last.
+//!
+//! A viewer keeps, per events file, the offset up to which it has read whole
+//! records. [`read_segment`] decodes the records from there, at most about
+//! `max_bytes` of them, and says where the next read starts: a record cut off
+//! at the end (still being written) is left for the next read, as the
+//! resumable framing reader returns it without consuming it. The same call
+//! reads a segment again later, for the buckets of one step, so a viewer
+//! need not keep buckets it is not showing.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use crate::event_file::{read_records, Entry, FileContents};
+use crate::logdir::{merge_run, Series};
+use crate::report::FileReport;
+use crate::tf_record::RecordReader;
+
+/// What one read of a file's next records gave.
+#[derive(Debug, Default)]
+pub struct Segment {
+    /// The offset just past the last whole record read: where the next read starts.
+    pub end: u64,
+    /// The steps of the `SessionLog.START`s read: each drops the run's earlier values at or after it.
+    pub starts: Vec<i64>,
+    /// The histograms read, one series per tag, restarts inside the segment applied.
+    pub series: Vec<Series>,
+    /// Damage found, with offsets in the file.
+    pub report: FileReport,
+}
+
+/// Reads the whole records of `path` from byte `start`, stopping after about `max_bytes`.
+///
+/// `plugins` is the run's map of tag to plugin name from the records read
+/// before (TF2 writes a histogram's plugin only with its first value); it is
+/// extended with what this segment names. A single record longer than
+/// `max_bytes` is read whole.
+pub fn read_segment(
+    run: &str,
+    path: &Path,
+    start: u64,
+    max_bytes: u64,
+    plugins: &mut HashMap<String, String>,
+    tags: Option<&HashSet<String>>,
+) -> Segment {
+    let mut budget = max_bytes.max(1);
+    loop {
+        let mut contents = FileContents {
+            plugins: plugins.clone(),
+            report: FileReport::new(path),
+            ..Default::default()
+        };
+        let (limit, left) = match read_range(path, start, budget, tags, &mut contents) {
+            Ok(sizes) => sizes,
+            Err(e) => {
+                contents.report.error = Some(e.to_string());
+                return Segment {
+                    end: start,
+                    report: contents.report,
+                    ..Default::default()
+                };
+            }
+        };
+        let end = match contents.report.incomplete_tail {
+            // A record longer than the budget: read again with room for it.
+            Some(0) if limit < left => {
+                budget = budget.saturating_mul(2);
+                continue;
+            }
+            Some(tail) => start + tail,
+            None => start + limit,
+        };
+        return finish(run, start, end, contents, plugins);
+    }
+}
+
+/// Decodes `path` from `start` on, at most `budget` bytes; returns (bytes read, bytes left).
+fn read_range(
+    path: &Path,
+    start: u64,
+    budget: u64,
+    tags: Option<&HashSet<String>>,
+    contents: &mut FileContents,
+) -> std::io::Result<(u64, u64)> {
+    let mut file = File::open(path)?;
+    let left = file.metadata()?.len().saturating_sub(start);
+    let limit = left.min(budget);
+    file.seek(SeekFrom::Start(start))?;
+    let reader = RecordReader::new(file.take(limit), Some(limit));
+    read_records(reader, tags, contents);
+    Ok((limit, left))
+}
+
+fn finish(
+    run: &str,
+    start: u64,
+    end: u64,
+    mut contents: FileContents,
+    plugins: &mut HashMap<String, String>,
+) -> Segment {
+    plugins.clone_from(&contents.plugins);
+    let starts = contents
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Start { step } => Some(*step),
+            Entry::Histogram { .. } => None,
+        })
+        .collect();
+    // The reader counted from the segment's start; the report speaks of the file.
+    for damage in &mut contents.report.damaged {
+        damage.offset += start;
+    }
+    contents.report.incomplete_tail = contents.report.incomplete_tail.map(|t| t + start);
+    let report = std::mem::replace(&mut contents.report, FileReport::new(Path::new("")));
+    let (series, _) = merge_run(run, vec![contents]);
+    Segment {
+        end,
+        starts,
+        series,
+        report,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{
+        Event, HistogramProto, PluginData, SessionLog, Summary, SummaryMetadata, SummaryValue,
+        TensorProto, SESSION_START,
+    };
+    use crate::tf_record::frame;
+    use prost::Message;
+    use std::io::Write;
+
+    fn legacy_event(tag: &str, step: i64) -> Vec<u8> {
+        let histo = HistogramProto {
+            min: 0.0,
+            max: 2.0,
+            num: 3.0,
+            bucket_limit: vec![1.0, 2.0],
+            bucket: vec![1.0, 2.0],
+            ..Default::default()
+        };
+        let value = SummaryValue {
+            tag: tag.into(),
+            histo: Some(histo.encode_to_vec().into()),
+            ..Default::default()
+        };
+        event(step, value)
+    }
+
+    fn event(step: i64, value: SummaryValue) -> Vec<u8> {
+        let event = Event {
+            step,
+            wall_time: step as f64,
+            summary: Some(Summary { value: vec![value] }),
+            ..Default::default()
+        };
+        frame(&event.encode_to_vec())
+    }
+
+    /// A TF2 histogram tensor of one bucket [0, 1) holding `step` values.
+    fn tensor_event(step: i64, with_plugin: bool) -> Vec<u8> {
+        let tensor = TensorProto {
+            dtype: crate::proto::dtype::DOUBLE,
+            tensor_shape: Some(shape(&[1, 3])),
+            double_val: vec![0.0, 1.0, step as f64],
+            ..Default::default()
+        };
+        let metadata = with_plugin.then(|| SummaryMetadata {
+            plugin_data: Some(PluginData {
+                plugin_name: "histograms".into(),
+                content: Default::default(),
+            }),
+        });
+        let value = SummaryValue {
+            tag: "t".into(),
+            tensor: Some(tensor.encode_to_vec().into()),
+            metadata,
+            ..Default::default()
+        };
+        event(step, value)
+    }
+
+    fn shape(dims: &[i64]) -> crate::proto::TensorShapeProto {
+        crate::proto::TensorShapeProto {
+            dim: dims
+                .iter()
+                .map(|&size| crate::proto::Dim { size })
+                .collect(),
+        }
+    }
+
+    fn start_event(step: i64) -> Vec<u8> {
+        let event = Event {
+            step,
+            session_log: Some(SessionLog {
+                status: SESSION_START,
+            }),
+            ..Default::default()
+        };
+        frame(&event.encode_to_vec())
+    }
+
+    fn temp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("histoscope-follow-{name}-{}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn steps(segment: &Segment, tag: &str) -> Vec<i64> {
+        segment
+            .series
+            .iter()
+            .find(|s| s.tag == tag)
+            .map(|s| s.steps.clone())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_record_being_written_is_left_for_the_next_read() {
+        let records: Vec<Vec<u8>> = (0..3).map(|s| legacy_event("h", s)).collect();
+        let whole = records[0].len() + records[1].len();
+        let mut bytes = records.concat();
+        let cut = bytes.len() - 4;
+        let path = temp_file("tail", &bytes[..cut]);
+        let mut plugins = HashMap::new();
+        let first = read_segment("r", &path, 0, 1 << 20, &mut plugins, None);
+        assert_eq!(first.end, whole as u64);
+        assert_eq!(steps(&first, "h"), vec![0, 1]);
+        assert_eq!(first.report.incomplete_tail, Some(whole as u64));
+        bytes.extend(legacy_event("h", 3));
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&bytes[cut..])
+            .unwrap();
+        let second = read_segment("r", &path, first.end, 1 << 20, &mut plugins, None);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(steps(&second, "h"), vec![2, 3]);
+        assert_eq!(second.end, bytes.len() as u64);
+        assert!(!second.report.has_problems());
+    }
+
+    #[test]
+    fn segments_end_on_record_boundaries_and_grow_for_long_records() {
+        // Steps 1 to 5 encode to records of one length (step 0 would be left out).
+        let bytes: Vec<u8> = (1..6).flat_map(|s| legacy_event("h", s)).collect();
+        let record = (bytes.len() / 5) as u64;
+        let path = temp_file("segments", &bytes);
+        let mut plugins = HashMap::new();
+        let mut seen = Vec::new();
+        let mut start = 0;
+        while start < bytes.len() as u64 {
+            let segment = read_segment("r", &path, start, record + record / 2, &mut plugins, None);
+            assert_eq!(segment.end - start, record);
+            seen.extend(steps(&segment, "h"));
+            start = segment.end;
+        }
+        let tiny = read_segment("r", &path, 0, 3, &mut plugins, None);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(seen, vec![1, 2, 3, 4, 5]);
+        assert_eq!(tiny.end, record);
+        assert_eq!(steps(&tiny, "h"), vec![1]);
+    }
+
+    #[test]
+    fn a_plugin_named_in_an_earlier_segment_confirms_later_tensors() {
+        let first = tensor_event(0, true);
+        let bytes = [first.clone(), tensor_event(1, false)].concat();
+        let path = temp_file("plugins", &bytes);
+        let mut plugins = HashMap::new();
+        let head = read_segment("r", &path, 0, first.len() as u64, &mut plugins, None);
+        let rest = read_segment("r", &path, head.end, 1 << 20, &mut plugins, None);
+        let mut fresh = HashMap::new();
+        let alone = read_segment("r", &path, head.end, 1 << 20, &mut fresh, None);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(steps(&head, "t"), vec![0]);
+        assert_eq!(steps(&rest, "t"), vec![1]);
+        assert_eq!(plugins.get("t").map(String::as_str), Some("histograms"));
+        assert!(steps(&alone, "t").is_empty());
+    }
+
+    #[test]
+    fn restarts_are_returned_and_applied_inside_the_segment() {
+        let bytes = [
+            legacy_event("h", 0),
+            legacy_event("h", 1),
+            legacy_event("h", 2),
+            start_event(1),
+            legacy_event("h", 1),
+        ]
+        .concat();
+        let path = temp_file("starts", &bytes);
+        let segment = read_segment("r", &path, 0, 1 << 20, &mut HashMap::new(), None);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(segment.starts, vec![1]);
+        assert_eq!(steps(&segment, "h"), vec![0, 1]);
+    }
+
+    #[test]
+    fn damage_is_reported_at_file_offsets() {
+        let records: Vec<Vec<u8>> = (0..3).map(|s| legacy_event("h", s)).collect();
+        let mut bytes = records.concat();
+        let second = records[0].len();
+        bytes[second + records[1].len() - 1] ^= 0xFF; // record 1's data checksum
+        let path = temp_file("damage", &bytes);
+        let segment = read_segment(
+            "r",
+            &path,
+            second as u64,
+            1 << 20,
+            &mut HashMap::new(),
+            None,
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(steps(&segment, "h"), vec![2]);
+        assert_eq!(segment.report.damaged[0].offset, second as u64);
+        assert_eq!(segment.end, bytes.len() as u64);
+    }
+
+    #[test]
+    fn a_missing_file_reads_nothing_and_says_why() {
+        let path = std::env::temp_dir().join("histoscope-follow-no-such-file");
+        let segment = read_segment("r", &path, 0, 10, &mut HashMap::new(), None);
+        assert_eq!(segment.end, 0);
+        assert!(segment.series.is_empty());
+        assert!(segment.report.error.is_some());
+    }
+}

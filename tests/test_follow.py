@@ -1,0 +1,142 @@
+"""The viewer's reader: a log directory followed as it grows, read equal to load_histograms."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.plugins.distribution.compressor import compress_histogram
+
+import histoscope
+from histoscope import follow
+from histoscope.follow import LogdirIndex, compress_histograms
+
+FIXTURES = [
+    "tf2_summary",
+    "tf2_edge",
+    "tf1_graph",
+    "keras_fit",
+    "torch_writer",
+    "tensorboardx",
+    "nested",
+    "restart",
+    "many_steps",
+    "corrupt",
+    "truncated",
+]
+
+
+def _load(logdir: Path) -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return histoscope.load_histograms(logdir)
+
+
+def _flat(buckets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.concatenate(([0], np.cumsum([len(b) for b in buckets]))).astype(np.int64)
+    flat = np.concatenate(buckets) if buckets else np.zeros((0, 3))
+    return flat, offsets
+
+
+def _read_all(index: LogdirIndex) -> dict:
+    """Every run of ``index`` read to its end (no time budget)."""
+    runs = {}
+    for name in index.runs():
+        run = index.run(name)
+        while not run.caught_up:
+            run.read(index._files[name], 10.0)
+        runs[name] = run
+    return runs
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_percentiles_equal_tensorboards_compressor(fixtures: Path, name: str) -> None:
+    for runs in _load(fixtures / name).values():
+        for series in runs.values():
+            flat, offsets = _flat(series.buckets)
+            want = np.array([[v for _, v in compress_histogram(b)] for b in series.buckets])
+            got = compress_histograms(flat, offsets)
+            np.testing.assert_allclose(got, want.reshape(got.shape), rtol=1e-12, equal_nan=True)
+
+
+def test_percentiles_of_empty_and_all_zero_steps() -> None:
+    flat = np.array([[0.0, 1.0, 0.0], [1.0, 2.0, 0.0], [-1.0, 3.0, 4.0]])
+    got = compress_histograms(flat, np.array([0, 2, 2, 3]))
+    assert got[0].tolist() == [2.0] * 9  # no weight: the greatest edge, as TensorBoard
+    assert got[1].tolist() == [0.0] * 9  # no buckets
+    assert got[2].tolist() == [v for _, v in compress_histogram([[-1.0, 3.0, 4.0]])]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_the_index_and_reread_buckets_equal_load_histograms(fixtures: Path, name: str) -> None:
+    want = _load(fixtures / name)
+    index = LogdirIndex(str(fixtures / name))
+    runs = _read_all(index)
+    got_tags = {tag for run in runs.values() for tag in run.series}
+    assert got_tags == set(want)
+    for tag, by_run in want.items():
+        for run_name, series in by_run.items():
+            run = runs[run_name]
+            view = run.series[tag].view
+            np.testing.assert_array_equal(view.steps, series.steps)
+            np.testing.assert_array_equal(view.wall_times, series.wall_times)
+            stats = np.column_stack([series.stats[n] for n in histoscope._core.STAT_NAMES])
+            np.testing.assert_array_equal(view.stats, stats)
+            for position in range(len(view.steps)):
+                got = index.buckets(run, tag, view, position)
+                np.testing.assert_array_equal(got, series.buckets[position])
+
+
+def test_a_growing_file_is_read_from_where_the_last_read_stopped(
+    fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = next((fixtures / "tf2_summary" / "train").glob("*tfevents*"))
+    data = source.read_bytes()
+    run_dir = tmp_path / "train"
+    run_dir.mkdir()
+    target = run_dir / source.name
+    monkeypatch.setattr(follow, "SEGMENT_BYTES", 1000)  # many segments, cut mid-record
+    index = LogdirIndex(str(tmp_path), refresh_seconds=0.0)
+    rng = np.random.default_rng(5)
+    cuts = sorted(rng.choice(np.arange(1, len(data)), size=12, replace=False).tolist())
+    written = 0
+    for cut in [*cuts, len(data)]:
+        with open(target, "ab") as out:
+            out.write(data[written:cut])
+        written = cut
+        run = _read_all(index)["train"]
+        assert run.offsets[str(target)] <= cut
+    want = _load(fixtures / "tf2_summary")
+    for tag, by_run in want.items():
+        view = run.series[tag].view
+        np.testing.assert_array_equal(view.steps, by_run["train"].steps)
+        for position in (0, len(view.steps) // 2, len(view.steps) - 1):
+            got = index.buckets(run, tag, view, position)
+            np.testing.assert_array_equal(got, by_run["train"].buckets[position])
+    assert len(run.segments) > 12
+
+
+def test_a_restart_in_a_later_read_drops_the_steps_it_logs_again(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    shutil.copytree(fixtures / "restart", tmp_path / "restart")
+    want = _load(fixtures / "restart")
+    files = sorted((tmp_path / "restart").rglob("*tfevents*"))
+    assert len(files) >= 2, "the restart fixture has a run of several files"
+    index = LogdirIndex(str(tmp_path / "restart"), refresh_seconds=0.0)
+    for tag, by_run in want.items():
+        for run_name, series in by_run.items():
+            run = _read_all(index)[run_name]
+            np.testing.assert_array_equal(run.series[tag].view.steps, series.steps)
+
+
+def test_runs_are_listed_without_reading_them(fixtures: Path) -> None:
+    logdir = fixtures / "nested"
+    folders = {f.parent.relative_to(logdir).as_posix() for f in logdir.rglob("*tfevents*")}
+    index = LogdirIndex(str(logdir))
+    assert index.runs() == sorted(folders)
+    assert index._runs == {}
+    assert index.run("no/such/run") is None

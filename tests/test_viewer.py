@@ -1,0 +1,321 @@
+"""`histoscope view`: the server in a subprocess, its page driven in headless Chromium."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+import histoscope
+
+pytest_plugins = ["browser"]  # the browser and screenshot fixtures
+
+TAGS = ["activations/relu", "weights/dense", "weights/dense_buckets8"]
+RUNS = ["train", "validation"]
+
+
+class Server:
+    """`histoscope view` on a copy of a fixture, on a free port, in a subprocess."""
+
+    def __init__(self, logdir: Path) -> None:
+        self.logdir = logdir
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.process.stdout.readline()
+        match = re.search(r"http://\S+/", line)
+        if not match:
+            self.process.kill()
+            pytest.fail(f"no address printed: {line!r} {self.process.stderr.read()}")
+        self.url = match.group(0)
+
+    def get(self, raw_path: str) -> int:
+        """The status of a GET of ``raw_path`` sent as is, without normalising it."""
+        parts = urlsplit(self.url)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        connection.request("GET", raw_path)
+        status = connection.getresponse().status
+        connection.close()
+        return status
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def logdir(fixtures: Path, tmp_path: Path) -> Path:
+    shutil.copytree(fixtures / "tf2_summary", tmp_path / "logs")
+    return tmp_path / "logs"
+
+
+@pytest.fixture
+def server(logdir: Path) -> Iterator[Server]:
+    running = Server(logdir)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def page(browser: Browser, server: Server) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.goto(server.url)
+    expect(opened.locator("article.card svg.panel path.current")).to_have_count(6, timeout=15000)
+    yield opened
+    context.close()
+    assert errors == [], f"the page reported errors: {errors}"
+
+
+def _panel_steps(page: Page) -> list[str]:
+    return page.eval_on_selector_all(
+        "article.card svg.panel", "els => els.map(e => e.dataset.step)"
+    )
+
+
+def _announcement(page: Page, tag: str) -> str:
+    return page.locator(f'article.card[data-tag="{tag}"] .announcement').text_content()
+
+
+def _series(logdir: Path) -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return histoscope.load_histograms(logdir)
+
+
+def test_the_address_is_on_loopback_and_the_page_has_a_card_per_key(
+    server: Server, page: Page
+) -> None:
+    assert server.url.startswith("http://127.0.0.1:")
+    tags = page.eval_on_selector_all("article.card", "els => els.map(e => e.dataset.tag)")
+    assert tags == TAGS
+    for tag in TAGS:
+        card = page.locator(f'article.card[data-tag="{tag}"]')
+        runs = card.locator("svg.panel").evaluate_all("els => els.map(e => e.dataset.run)")
+        assert runs == RUNS
+        assert card.locator(".stats tbody tr").count() == 2
+    assert _panel_steps(page) == ["19"] * 6
+    run_labels = page.locator("#runs label").all_text_contents()
+    assert [label.strip() for label in run_labels] == RUNS
+
+
+def test_the_step_control_moves_every_card_by_keys_and_by_number(page: Page) -> None:
+    slider = page.locator("#step-slider")
+    slider.focus()
+    page.keyboard.press("Home")
+    expect(page.locator("body")).to_have_attribute("data-step", "0")
+    assert _panel_steps(page) == ["0"] * 6
+    assert page.locator("path.previous").count() == 0  # nothing was logged before step 0
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("body")).to_have_attribute("data-step", "1")
+    assert _panel_steps(page) == ["1"] * 6
+    page.fill("#step-number", "7")
+    page.press("#step-number", "Enter")
+    expect(page.locator("body")).to_have_attribute("data-step", "7")
+    assert _panel_steps(page) == ["7"] * 6
+    assert slider.get_attribute("aria-valuetext") == "step 7"
+    current = page.locator("svg.panel path.current")
+    previous = page.locator("svg.panel path.previous")
+    assert current.evaluate_all("els => els.map(e => e.dataset.step)") == ["7"] * 6
+    assert previous.evaluate_all("els => els.map(e => e.dataset.step)") == ["6"] * 6
+    dashes = previous.evaluate_all("els => els.map(e => getComputedStyle(e).strokeDasharray)")
+    assert all(d not in ("", "none") for d in dashes)
+    stats_steps = page.locator("article.card .stats tbody td:first-of-type").all_text_contents()
+    assert stats_steps == ["7"] * 6
+
+
+def test_over_steps_draws_the_median_and_three_bands_per_run(
+    page: Page,
+    logdir: Path,
+    screenshot,
+) -> None:
+    page.check('input[name="view"][value="steps"]')
+    expect(page.locator("svg.panel path.median")).to_have_count(6)
+    bands = page.locator("svg.panel path.band")
+    assert bands.count() == 18
+    assert bands.evaluate_all("els => els.slice(0, 3).map(e => e.dataset.bps)") == [
+        "minimum to maximum",
+        "6.68th percentile to 93.32nd percentile",
+        "15.87th percentile to 84.13th percentile",
+    ]
+    steps = len(_series(logdir)["weights/dense"]["train"].steps)
+    points = bands.first.evaluate("e => e.getAttribute('d').split(/[ML]/).filter(Boolean).length")
+    assert points == 2 * steps
+    card = page.locator('article.card[data-tag="weights/dense"] .chart')
+    card.focus()
+    page.keyboard.press("End")
+    text = _announcement(page, "weights/dense")
+    assert re.fullmatch(
+        r"train, step 19, median \S+; 68% from \S+ to \S+, 86% from \S+ to \S+, "
+        r"all from \S+ to \S+",
+        text,
+    ), text
+    page.keyboard.press("ArrowRight")
+    expect(page.locator('article.card[data-tag="weights/dense"] .announcement')).to_have_text(
+        "Last step"
+    )
+    screenshot(page, "viewer_over_steps")
+
+
+def test_the_overlay_shows_each_shown_run_and_follows_the_run_list(page: Page) -> None:
+    overlay = page.locator("#overlay path.overlay-run")
+    assert overlay.evaluate_all("els => els.map(e => e.dataset.run)") == RUNS
+    page.uncheck('#runs input[data-run="validation"]')
+    expect(overlay).to_have_count(1)
+    expect(page.locator('article.card[data-tag="weights/dense"] svg.panel')).to_have_count(1)
+    page.check('#runs input[data-run="validation"]')
+    expect(overlay).to_have_count(2)
+    page.select_option("#overlay-tag", "weights/dense_buckets8")
+    expect(page.locator("#overlay-legend li")).to_have_text(
+        ["train, step 19", "validation, step 19"]
+    )
+
+
+def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, logdir: Path) -> None:
+    series = _series(logdir)["weights/dense"]
+    chart = page.locator('article.card[data-tag="weights/dense"] .chart')
+    chart.focus()
+    page.keyboard.press("Home")
+    first = series["train"].buckets[-1][0]
+    count = int(first[2])
+    total = series["train"].buckets[-1][:, 2].sum()
+    share = f"{round(1000 * count / total) / 10:.1f}%"
+    text = _announcement(page, "weights/dense")
+    assert re.fullmatch(rf"train, step 19, \S+ to \S+, count {count}, {share} of the step", text)
+    assert chart.locator("circle.cursor").get_attribute("data-bin") == "0"
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator('article.card[data-tag="weights/dense"] .announcement')).to_have_text(
+        "First bin"
+    )
+    page.keyboard.press("ArrowUp")
+    expect(page.locator('article.card[data-tag="weights/dense"] .announcement')).to_have_text(
+        "Last step"
+    )
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("body")).to_have_attribute("data-step", "18")
+    assert _panel_steps(page) == ["18"] * 6
+    page.keyboard.press("n")
+    assert _announcement(page, "weights/dense").startswith("validation, step 18, ")
+    page.keyboard.press("b")
+    braille = page.locator('article.card[data-tag="weights/dense"] .braille')
+    expect(braille.locator("mark")).to_have_count(1)
+    cells = len(series["validation"].buckets[18])
+    assert len(braille.text_content()) == cells
+    spoken = _announcement(page, "weights/dense")
+    page.keyboard.press("r")
+    review = page.locator('article.card[data-tag="weights/dense"] .review')
+    expect(review).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(chart).to_be_focused()
+    page.keyboard.press("End")
+    page.keyboard.press("r")
+    assert review.input_value() == _announcement(page, "weights/dense") != spoken
+    page.keyboard.press("Escape")
+    page.keyboard.press("h")
+    expect(page.locator('article.card[data-tag="weights/dense"] .keys')).to_be_visible()
+
+
+def test_appended_steps_and_new_runs_appear_without_reload(
+    browser: Browser,
+    fixtures: Path,
+    tmp_path: Path,
+) -> None:
+    source = next((fixtures / "tf2_summary" / "train").glob("*tfevents*"))
+    data = source.read_bytes()
+    logdir = tmp_path / "growing"
+    (logdir / "train").mkdir(parents=True)
+    target = logdir / "train" / source.name
+    target.write_bytes(data[: len(data) // 3])  # cut inside a record, as a writer leaves it
+    running = Server(logdir)
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(running.url)
+        expect(page.locator("article.card svg.panel path.current")).to_have_count(3, timeout=15000)
+        first_last = int(page.locator("body").get_attribute("data-step"))
+        assert first_last < 19
+        with open(target, "ab") as out:
+            out.write(data[len(data) // 3 :])
+        expect(page.locator("body")).to_have_attribute("data-step", "19", timeout=15000)
+        assert _panel_steps(page) == ["19"] * 3
+        shutil.copytree(fixtures / "tf2_summary" / "validation", logdir / "validation")
+        expect(page.locator("#runs input[data-run]")).to_have_count(2, timeout=15000)
+        expect(page.locator("article.card svg.panel")).to_have_count(6, timeout=15000)
+        context.close()
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/assets/../../pyproject.toml",
+        "/assets/..%2F..%2Fpyproject.toml",
+        "/assets/%2e%2e/viewer.py",
+        "/assets/viewer.py",
+        "/../../../../etc/passwd",
+        "/api/series?tag=weights/dense&run=../../../etc",
+        "/api/series?tag=weights/dense&run=/etc/passwd",
+        "/api/buckets?tag=weights/dense&step=0&run=train/../..",
+        "/api/tags?run=..",
+        "/train/" + "events.out.tfevents",
+    ],
+)
+def test_paths_outside_the_data_are_refused(server: Server, path: str) -> None:
+    assert server.get(path) == 404
+
+
+def test_the_data_and_assets_are_served(server: Server) -> None:
+    for path in ["/", "/assets/viewer.js", "/assets/a11y.js", "/assets/viewer.css", "/api/runs"]:
+        assert server.get(path) == 200, path
+    assert server.get("/api/series?tag=weights/dense&run=train") == 200
+
+
+def test_a_host_off_loopback_is_warned_about(logdir: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "histoscope.cli",
+            "view",
+            str(logdir),
+            "--port",
+            "0",
+            "--host",
+            "0.0.0.0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline().startswith("histoscope view: http://0.0.0.0:")
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=10)
+    assert "warning: serving on 0.0.0.0" in errors
+
+
+@pytest.mark.parametrize("view", ["figures", "steps"])
+def test_axe_finds_no_violations(page: Page, view: str) -> None:
+    page.check(f'input[name="view"][value="{view}"]')
+    page.locator("article.card .chart").first.focus()
+    page.keyboard.press("b")
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
