@@ -28,6 +28,7 @@ from .reader import (
     read_tensorboard_histograms,
 )
 from .run import Run, finish, init, log
+from .tidy import to_arrow, to_pandas
 
 __all__ = [
     "DamagedFileWarning",
@@ -44,6 +45,8 @@ __all__ = [
     "render",
     "save_html",
     "show",
+    "to_arrow",
+    "to_pandas",
 ]
 
 __version__ = "0.1.0"

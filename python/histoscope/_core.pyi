@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self, final
 
 STAT_NAMES: list[str]
 
@@ -62,15 +63,17 @@ def histogram(
     tuple[float, float, float, float, float, float, float, float],
 ]: ...
 
+@final
 class DecodedFile:
     def __len__(self) -> int: ...
     def drop_buckets(self) -> None: ...
     def keep(self, keep: npt.NDArray[np.bool_]) -> None: ...
 
+@final
 class EventStream:
-    def __init__(
-        self, path: str, size: int | None = None, tags: list[str] | None = None
-    ) -> None: ...
+    def __new__(
+        cls, path: str, size: int | None = None, tags: list[str] | None = None
+    ) -> Self: ...
     def feed(self, chunk: bytes) -> None: ...
     def finish(self) -> DecodedFile: ...
 
@@ -89,3 +92,21 @@ def read_segment(
     plugins: dict[str, str],
     tags: list[str] | None = None,
 ) -> _Segment: ...
+
+@final
+class EventFileWriter:
+    def __new__(cls, dir: str, wall_time: float, host: str) -> Self: ...
+    @property
+    def path(self) -> os.PathLike[str]: ...
+    def write_histogram(
+        self,
+        tag: str,
+        step: int,
+        wall_time: float,
+        edges: npt.NDArray[np.float64],
+        counts: npt.NDArray[np.float64],
+        stats: list[float],
+    ) -> None: ...
+    def write_scalar(self, tag: str, step: int, wall_time: float, value: float) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
