@@ -37,11 +37,12 @@ _ASSETS = {
 
 
 def create_app(logdir: str, *, refresh_seconds: float = 1.0) -> Starlette:
-    """The viewer's ASGI app for ``logdir``."""
+    """The viewer's ASGI app for ``logdir``; its runs are listed before it answers."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     index = LogdirIndex(os.fspath(logdir), refresh_seconds=refresh_seconds)
+    index.runs()
     routes = [
         Route("/", _page(logdir)),
         Route("/assets/{name}", _asset),
@@ -69,10 +70,11 @@ def serve(
             file=sys.stderr,
         )
     sock = _bind(host, port)
+    app = create_app(logdir)
     shown = f"[{host}]" if ":" in host else host
     print(f"histoscope view: http://{shown}:{sock.getsockname()[1]}/ (Ctrl+C to stop)", file=out)
     out.flush()
-    config = uvicorn.Config(create_app(logdir), log_level="warning")
+    config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
 
 
