@@ -128,7 +128,7 @@ impl<'a> Doubles<'a> {
     }
 
     fn extend_packed(&mut self, packed: &'a [u8]) -> Result<(), WireError> {
-        if packed.len() % 8 != 0 {
+        if !packed.len().is_multiple_of(8) {
             return Err(WireError::PackedLength(packed.len()));
         }
         if self.0.is_empty() {

@@ -45,6 +45,9 @@ pub fn rebin(steps: &[&[f64]], bins: usize) -> Rebinned {
         nonfinite_count: 0.0,
     };
     for (row, buckets) in out.counts.chunks_exact_mut(bins).zip(steps) {
+        // Stored buckets are usually contiguous, one's right edge the next's
+        // left: remembering the last lookup halves the bin searches.
+        let mut last = (f64::NAN, 0);
         for bucket in buckets.chunks_exact(3) {
             let (left, right, count) = (bucket[0], bucket[1], bucket[2]);
             if !(left.is_finite() && right.is_finite() && count.is_finite()) {
@@ -53,7 +56,7 @@ pub fn rebin(steps: &[&[f64]], bins: usize) -> Rebinned {
                     out.nonfinite_count += count;
                 }
             } else if count != 0.0 {
-                grid.share(row, left.min(right), left.max(right), count);
+                grid.share(row, left.min(right), left.max(right), count, &mut last);
             }
         }
     }
@@ -83,53 +86,76 @@ fn span(steps: &[&[f64]]) -> (f64, f64) {
 
 struct Grid {
     lo: f64,
-    hi: f64,
-    bins: usize,
+    /// Bins per unit of value, for a first guess at a value's bin.
+    scale: f64,
+    /// The `bins + 1` edges; the guess is checked against them.
+    edges: Vec<f64>,
 }
 
 impl Grid {
     fn new(lo: f64, hi: f64, bins: usize) -> Self {
-        Grid { lo, hi, bins }
+        let edges = (0..=bins)
+            .map(|j| {
+                if j == bins {
+                    hi
+                } else {
+                    lo + (hi - lo) * (j as f64 / bins as f64)
+                }
+            })
+            .collect();
+        Grid {
+            lo,
+            scale: bins as f64 / (hi - lo),
+            edges,
+        }
     }
 
     fn edge(&self, j: usize) -> f64 {
-        if j == self.bins {
-            self.hi
-        } else {
-            self.lo + (self.hi - self.lo) * (j as f64 / self.bins as f64)
-        }
+        self.edges[j]
+    }
+
+    fn bins(&self) -> usize {
+        self.edges.len() - 1
     }
 
     /// The bin holding `x`, checked against the edges themselves so that a
     /// value on an edge lands exactly where the edges say (the last bin closed).
     fn bin(&self, x: f64) -> usize {
-        let guess = ((x - self.lo) / (self.hi - self.lo) * self.bins as f64).floor();
-        let mut j = guess.clamp(0.0, (self.bins - 1) as f64) as usize;
-        while j + 1 < self.bins && x >= self.edge(j + 1) {
+        let last = self.bins() - 1;
+        let guess = ((x - self.lo) * self.scale).floor();
+        let mut j = guess.clamp(0.0, last as f64) as usize;
+        while j < last && x >= self.edges[j + 1] {
             j += 1;
         }
-        while j > 0 && x < self.edge(j) {
+        while j > 0 && x < self.edges[j] {
             j -= 1;
         }
         j
     }
 
-    fn share(&self, row: &mut [f64], left: f64, right: f64, count: f64) {
-        let first = self.bin(left);
+    /// Adds `count` spread over `[left, right]`; `memo` is the last (value, bin) looked up.
+    fn share(&self, row: &mut [f64], left: f64, right: f64, count: f64, memo: &mut (f64, usize)) {
+        let first = if memo.0 == left {
+            memo.1
+        } else {
+            self.bin(left)
+        };
         if left == right {
             row[first] += count;
+            *memo = (left, first);
             return;
         }
         let last = self.bin(right);
+        *memo = (right, last);
         if first == last {
             row[first] += count;
             return;
         }
-        let width = right - left;
+        let per_unit = count / (right - left);
         for (j, slot) in row.iter_mut().enumerate().take(last + 1).skip(first) {
-            let overlap = right.min(self.edge(j + 1)) - left.max(self.edge(j));
+            let overlap = right.min(self.edges[j + 1]) - left.max(self.edges[j]);
             if overlap > 0.0 {
-                *slot += count * (overlap / width);
+                *slot += overlap * per_unit;
             }
         }
     }

@@ -265,11 +265,11 @@ mod tests {
         let bytes = file(&[b"alpha", b"", b"gamma!"]);
         let mut r = reader(&bytes);
         let a = r.next_record().unwrap().unwrap();
-        assert_eq!((a.offset, &a.data[..]), (0, &b"alpha"[..]));
+        assert_eq!((a.offset, a.data), (0, &b"alpha"[..]));
         let b = r.next_record().unwrap().unwrap();
-        assert_eq!((b.offset, &b.data[..]), (21, &b""[..]));
+        assert_eq!((b.offset, b.data), (21, &b""[..]));
         let c = r.next_record().unwrap().unwrap();
-        assert_eq!((c.offset, &c.data[..]), (37, &b"gamma!"[..]));
+        assert_eq!((c.offset, c.data), (37, &b"gamma!"[..]));
         assert!(r.next_record().unwrap().is_none());
     }
 
@@ -278,7 +278,7 @@ mod tests {
         let mut bytes = file(&[b"one", b"two", b"three"]);
         bytes[19 + 12] ^= 0xff; // first data byte of "two"
         let mut r = reader(&bytes);
-        assert_eq!(&r.next_record().unwrap().unwrap().data[..], b"one");
+        assert_eq!(r.next_record().unwrap().unwrap().data, b"one");
         match r.next_record() {
             Err(ReadRecordError::BadDataCrc {
                 offset: 19,
@@ -287,7 +287,7 @@ mod tests {
             }) => {}
             other => panic!("expected a data checksum error, got {other:?}"),
         }
-        assert_eq!(&r.next_record().unwrap().unwrap().data[..], b"three");
+        assert_eq!(r.next_record().unwrap().unwrap().data, b"three");
     }
 
     #[test]
@@ -308,7 +308,7 @@ mod tests {
             }
         );
         let three = r.next_record().unwrap().unwrap();
-        assert_eq!((three.offset, &three.data[..]), (38, &b"three"[..]));
+        assert_eq!((three.offset, three.data), (38, &b"three"[..]));
         assert!(r.next_record().unwrap().is_none());
     }
 
@@ -341,7 +341,7 @@ mod tests {
         r.next_record().unwrap();
         assert!(r.next_record().is_err());
         assert_eq!(r.resync().unwrap().length, 19);
-        assert_eq!(&r.next_record().unwrap().unwrap().data[..], b"two");
+        assert_eq!(r.next_record().unwrap().unwrap().data, b"two");
     }
 
     #[test]
@@ -354,7 +354,7 @@ mod tests {
             },
             None,
         );
-        assert_eq!(&growing.next_record().unwrap().unwrap().data[..], b"one");
+        assert_eq!(growing.next_record().unwrap().unwrap().data, b"one");
         match growing.next_record() {
             Err(ReadRecordError::Truncated {
                 offset: 19,
@@ -364,7 +364,7 @@ mod tests {
             other => panic!("expected truncation, got {other:?}"),
         }
         assert_eq!(
-            &growing.next_record().unwrap().unwrap().data[..],
+            growing.next_record().unwrap().unwrap().data,
             b"second record"
         );
     }
