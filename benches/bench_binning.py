@@ -69,9 +69,7 @@ def contenders(x: np.ndarray) -> dict[str, Callable[[], object]]:
 
         found["fast-histogram"] = fast
         lo, hi = float(x.min()), float(x.max())
-        found["fast-histogram (bins only)"] = lambda: fast_histogram.histogram1d(
-            x, BINS, (lo, hi)
-        )
+        found["fast-histogram (bins only)"] = lambda: fast_histogram.histogram1d(x, BINS, (lo, hi))
     except ImportError:
         print("fast-histogram is not installed: pip install fast-histogram")
     try:

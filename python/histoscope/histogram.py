@@ -304,18 +304,19 @@ def bin_prepared(
         >>> bin_prepared(prepare_values([1, 2, 2, 3]), check_bins(2)).counts
         array([1., 3.])
     """
-    if _is_torch_tensor(values) and values.device.type != "cpu":
+    if not isinstance(values, np.ndarray) and _torch_device_type(values) != "cpu":
         return _bin_with_torch(values, bins, range, weights)
-    array, flags = _numpy_of(values)
+    array, half = _numpy_of(values)
     numpy_weights = None if weights is None else _numpy_weights(weights)
-    if isinstance(bins, int):
-        edges, counts, stats = _core.histogram(
-            array, bins=bins, range=range, weights=numpy_weights, **flags
-        )
-    else:
-        edges, counts, stats = _core.histogram(
-            array, edges=bins.tolist(), weights=numpy_weights, **flags
-        )
+    edges, counts, stats = _core.histogram(
+        array,
+        bins=bins if isinstance(bins, int) else None,
+        edges=None if isinstance(bins, int) else bins.tolist(),
+        range=range,
+        weights=numpy_weights,
+        float16=half == "float16",
+        bfloat16=half == "bfloat16",
+    )
     return Histogram._of(edges, counts, stats)
 
 
@@ -357,10 +358,9 @@ def _bin_with_torch(
         edges = np.array(bins, dtype=np.float64)
     n = len(edges) - 1
     device_edges = torch.from_numpy(edges).to(x.device)
-    lo, hi = device_edges[0], device_edges[-1]
     slot = torch.searchsorted(device_edges[1:-1].contiguous(), x, right=True)
-    slot = torch.where(x < lo, n, slot)
-    slot = torch.where(x > hi, n + 1, slot)
+    slot = torch.where(x < device_edges[0], n, slot)
+    slot = torch.where(x > device_edges[-1], n + 1, slot)
     slot = torch.where(finite, slot, n + 2)
     tally = torch.bincount(slot, weights=None if weights is None else w, minlength=n + 3)
     if count > 0:
@@ -498,28 +498,33 @@ _TORCH_TO_NUMPY = {
 }
 
 
-def _numpy_of(values: Prepared) -> tuple[np.ndarray, dict[str, bool]]:
-    """A flat NumPy view of prepared CPU values, and the flags `_core.histogram` needs."""
-    if _is_torch_tensor(values):
+def _torch_device_type(tensor: torch.Tensor) -> str:
+    """The kind of device a tensor is on: "cpu", "cuda", "mps", ..."""
+    return str(tensor.device).split(":")[0]
+
+
+def _numpy_of(values: Prepared) -> tuple[np.ndarray, str | None]:
+    """A flat NumPy view of prepared CPU values, and which 16-bit float its uint16s hold."""
+    if not isinstance(values, np.ndarray):
         import torch
 
         flat = values.detach().reshape(-1).cpu()
         if flat.dtype == torch.bfloat16:
-            return flat.view(torch.int16).numpy().view(np.uint16), {"bfloat16": True}
+            return flat.view(torch.int16).numpy().view(np.uint16), "bfloat16"
         if str(flat.dtype).removeprefix("torch.") not in _TORCH_TO_NUMPY:
             flat = flat.to(torch.float64)
         array = flat.numpy()
     else:
         array = values.reshape(-1)
     if array.dtype == np.float16:
-        return array.view(np.uint16), {"float16": True}
+        return array.view(np.uint16), "float16"
     if array.dtype.name == "bfloat16":
-        return array.view(np.uint16), {"bfloat16": True}
-    return array, {}
+        return array.view(np.uint16), "bfloat16"
+    return array, None
 
 
 def _numpy_weights(weights: Prepared) -> np.ndarray:
-    if _is_torch_tensor(weights):
+    if not isinstance(weights, np.ndarray):
         flat = weights.detach().reshape(-1).to("cpu").double()
         _check_weights_are_usable(bool((flat.isfinite() & (flat >= 0)).all()))
         return flat.numpy()
@@ -529,7 +534,7 @@ def _numpy_weights(weights: Prepared) -> np.ndarray:
 def _torch_weights(weights: Prepared, device: torch.device) -> torch.Tensor:
     import torch
 
-    if _is_torch_tensor(weights):
+    if not isinstance(weights, np.ndarray):
         return weights.detach().reshape(-1).to(device=device, dtype=torch.float64)
     flat = np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)
     return torch.from_numpy(flat).to(device)
