@@ -107,7 +107,8 @@ def report(name: str, logdir: Path, result: dict[str, float]) -> bool:
     print(
         f"{name}: {size_of(logdir) / 1e6:,.0f} MB; first page {result['first_page']:.2f} s, "
         f"first card {result['first_card']:.2f} s ({'PASS' if ok else 'FAIL'}: target "
-        f"< {TARGET_SECONDS:.0f} s; {result['from_start']:.2f} s from the server's start), all read {result['caught_up']:.2f} s; server peak memory "
+        f"< {TARGET_SECONDS:.0f} s; {result['from_start']:.2f} s from the server's start), "
+        f"all read {result['caught_up']:.2f} s; server peak memory "
         f"{result['card_memory'] / 2**20:.0f} MiB at the first card, "
         f"{result['memory'] / 2**20:.0f} MiB when all read"
     )

@@ -91,6 +91,19 @@ def test_values_changed_in_place_after_the_call_are_not_seen(tmp_path: Path) -> 
         assert_logged_like_numpy(series, step, original + 1000.0 * step)
 
 
+def test_large_arrays_changed_in_place_reuse_no_logged_copy(tmp_path: Path) -> None:
+    # Over a MiB, snapshots go through the run's buffer pool: a buffer is only
+    # reused once its histogram is binned, so no step sees another's values.
+    values = np.linspace(-1.0, 1.0, 400_000)
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        for step in range(8):
+            run.add_histogram("w", values, step=step)
+            values *= 2.0
+    series = read_back(run.dir, "w")
+    for step in range(8):
+        assert_logged_like_numpy(series, step, np.linspace(-1.0, 1.0, 400_000) * 2.0**step)
+
+
 @pytest.mark.parametrize(
     "values",
     [

@@ -27,10 +27,10 @@ from typing import Any
 from . import _core
 from .histogram import (
     Histogram,
+    SnapshotPool,
     bin_prepared,
     check_bins,
     check_range,
-    prepare_values,
     prepare_weights,
 )
 from .reader import HistoscopeWarning
@@ -77,6 +77,7 @@ class Run:
         self._lock = threading.Lock()
         self._finished = False
         self._warned: set[str] = set()
+        self._pool = SnapshotPool()
         self._thread = threading.Thread(
             target=self._work, name=f"histoscope-{project}/{run_name}", daemon=True
         )
@@ -114,7 +115,7 @@ class Run:
         bins = check_bins(bins)
         range = check_range(range, bins)
         wall_time = _check_time(time)
-        snapshot = prepare_values(values, "values")
+        snapshot = self._pool.snapshot(values, "values")
         weight_snapshot = prepare_weights(weights, snapshot)
         step = self._next_step(key, step)
         self._submit(("histogram", key, step, wall_time, (snapshot, bins, range, weight_snapshot)))
@@ -209,6 +210,7 @@ class Run:
             return
         if kind == "histogram":
             histogram = self._guard(key, lambda: bin_prepared(*payload))
+            self._pool.release(payload[0])
             if histogram is None:
                 return
         else:
