@@ -96,6 +96,10 @@ pub trait Sink {
 
     /// A `SessionLog.START` at `step`.
     fn start(&mut self, step: i64);
+
+    /// How far into the input the next record starts, and the input's length
+    /// when known, so that a sink can size its buffers once.
+    fn progress(&mut self, _offset: u64, _length: Option<u64>) {}
 }
 
 impl Sink for Vec<Entry> {
@@ -158,9 +162,11 @@ pub fn decode_records<R: io::Read, S: Sink>(
     loop {
         match reader.next_record() {
             Ok(Some(record)) => {
+                let end = record.offset + record.data.len() as u64 + 16;
                 if let Some(damage) = decoder.record(record.offset, record.data) {
                     report.damaged.push(damage);
                 }
+                decoder.sink.progress(end, reader.limit());
             }
             Ok(None) => break,
             Err(ReadRecordError::Truncated { offset, .. }) => {

@@ -83,6 +83,11 @@ impl<R: Read> RecordReader<R> {
         self.offset
     }
 
+    /// The input's total length, when known.
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
     /// Raises the known input length, for a file that has grown since.
     pub fn set_limit(&mut self, limit: Option<u64>) {
         self.limit = limit;
