@@ -79,6 +79,26 @@ def test_tensorboard_reads_the_same_buckets(tmp_path: Path) -> None:
     np.testing.assert_allclose(h.sum / h.num, values.mean())
 
 
+def test_tensorboards_event_accumulator_serves_our_bins(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+    from tensorboard.util import tensor_util
+
+    rng = np.random.default_rng(7)
+    logged = [rng.normal(loc=step, size=3000) for step in range(4)]
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        for step, values in enumerate(logged):
+            run.add_histogram("w", values, step=step, bins=40)
+    accumulator = pea.EventAccumulator(str(run.dir), size_guidance={pea.TENSORS: 0})
+    accumulator.Reload()
+    served = accumulator.Tensors("w")
+    assert [event.step for event in served] == [0, 1, 2, 3]
+    ours = read_back(run.dir, "w")
+    for event, buckets in zip(served, ours.buckets):
+        nonzero = np.flatnonzero(buckets[:, 2])
+        expected = buckets[nonzero[0] : nonzero[-1] + 1].astype(np.float32)
+        np.testing.assert_array_equal(tensor_util.make_ndarray(event.tensor_proto), expected)
+
+
 def test_values_changed_in_place_after_the_call_are_not_seen(tmp_path: Path) -> None:
     values = np.arange(1000, dtype=np.float64)
     original = values.copy()
