@@ -90,6 +90,31 @@ impl Stats {
         }
     }
 
+    /// The extension histoscope writes beside a histogram whose first edge is `first_edge`.
+    pub fn to_histoscope(self, first_edge: f64) -> HistoscopeStats {
+        let Stats {
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        } = self;
+        HistoscopeStats {
+            first_edge,
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        }
+    }
+
     /// What a `HistogramProto` holds: count, min, max, and the sums that give mean and std.
     pub fn of_legacy(h: &HistogramView<'_>) -> Stats {
         let (mean, std) = if h.num > 0.0 {

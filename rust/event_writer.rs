@@ -12,7 +12,7 @@ use prost::Message;
 use thiserror::Error;
 
 use crate::data_compat::Stats;
-use crate::proto::{Event, HistogramProto, HistoscopeStats, Summary, SummaryValue};
+use crate::proto::{Event, HistogramProto, Summary, SummaryValue};
 use crate::tf_record::frame;
 
 /// Why a record could not be written.
@@ -73,17 +73,7 @@ pub fn histogram_event(h: &HistogramRecord<'_>) -> Result<Vec<u8>, WriteError> {
         },
         bucket_limit: h.edges[1..].to_vec(),
         bucket: h.counts.to_vec(),
-        histoscope: Some(HistoscopeStats {
-            first_edge: h.edges[0],
-            count: s.count,
-            min: s.min,
-            max: s.max,
-            mean: s.mean,
-            std: s.std,
-            nonfinite: s.nonfinite,
-            below: s.below,
-            above: s.above,
-        }),
+        histoscope: Some(s.to_histoscope(h.edges[0])),
     };
     let value = SummaryValue {
         tag: h.tag.to_owned(),

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _core
 from .chart import TensorBoardChart
-from .storage import LogdirRef, find_runs, read_runs, resolve_logdirs
+from .storage import LogdirRef, _text_path, find_runs, read_runs, resolve_logdirs
 
 if TYPE_CHECKING:
     import pandas
@@ -249,11 +249,7 @@ def _describe(logdirs: list[LogdirRef]) -> str:
 
 
 def _check_logdir(logdir: PathLike) -> str:
-    if not isinstance(logdir, (str, os.PathLike)):
-        raise TypeError(f"logdir must be a path (str or os.PathLike), got {type(logdir).__name__}")
-    path = os.fspath(logdir)
-    if not isinstance(path, str):
-        raise TypeError("logdir must be a text path, not bytes")
+    path = _text_path(logdir)
     if not os.path.isdir(path):
         raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
     return path
