@@ -98,6 +98,28 @@ def test_values_on_every_edge_go_where_numpy_puts_them() -> None:
     assert (h.below, h.above) == (1, 1)
 
 
+@pytest.mark.parametrize("range_", [None, (-2.5, 3.25), (999.0, 1001.0)])
+def test_float32_values_beside_every_edge_go_where_numpy_puts_their_float64_values(range_) -> None:
+    rng = np.random.default_rng(5)
+    values = (rng.normal(size=300_001) * 2).astype(np.float32)
+    values[::7] = 0  # many copies of one value, as ReLU outputs have
+    edges = Histogram(values, bins=50, range=range_).edges
+    # The default range's ends are the extremes, which the values must keep.
+    inner = edges if range_ else edges[1:-1]
+    below, above = inner.astype(np.float32), inner.astype(np.float32)
+    below[below > inner] = np.nextafter(below[below > inner], np.float32(-np.inf))
+    above[above < inner] = np.nextafter(above[above < inner], np.float32(np.inf))
+    beside = [np.nextafter(below, np.float32(-np.inf)), below, above]
+    beside.append(np.nextafter(above, np.float32(np.inf)))
+    values = np.concatenate([values, *beside, np.float32([np.nan, np.inf])])
+    h = Histogram(values, bins=50, range=range_)
+    np.testing.assert_array_equal(h.edges, edges)
+    np.testing.assert_array_equal(h.counts, numpy_counts(values, edges))
+    finite = values[np.isfinite(values)].astype(np.float64)
+    assert (h.below, h.above) == ((finite < edges[0]).sum(), (finite > edges[-1]).sum())
+    assert_stats_match_numpy(h, values)
+
+
 def test_long_arrays_binned_in_parallel_equal_numpy() -> None:
     values = np.random.default_rng(4).standard_cauchy(size=1_000_003)
     values[::1000] = np.nan
