@@ -4,15 +4,18 @@
 //! records. [`read_segment`] decodes the records from there, at most about
 //! `max_bytes` of them, and says where the next read starts: a record cut off
 //! at the end (still being written) is left for the next read, as the
-//! resumable framing reader returns it without consuming it. The same call
-//! reads a segment again later, for the buckets of one step, so a viewer
-//! need not keep buckets it is not showing.
+//! resumable framing reader returns it without consuming it. [`index_segment`]
+//! keeps of each step only what a viewer lists (step, wall time, statistics,
+//! TensorBoard's percentiles); [`read_segment`] reads a segment again later for
+//! the buckets of one step, so a viewer need not keep buckets it is not showing.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use crate::compressor::{compress_histogram, Compressed};
+use crate::data_compat::Stats;
 use crate::event_file::{read_records, Entry, FileContents};
 use crate::logdir::{merge_run, Series};
 use crate::report::FileReport;
@@ -29,6 +32,63 @@ pub struct Segment {
     pub series: Vec<Series>,
     /// Damage found, with offsets in the file.
     pub report: FileReport,
+}
+
+/// One tag's steps without their buckets: what a viewer keeps per step.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct StepIndex {
+    pub tag: String,
+    pub steps: Vec<i64>,
+    pub wall_times: Vec<f64>,
+    pub stats: Vec<Stats>,
+    /// Each step's histogram compressed as TensorBoard's distributions draw it.
+    pub percentiles: Vec<Compressed>,
+}
+
+impl From<Series> for StepIndex {
+    fn from(series: Series) -> Self {
+        let percentiles = (0..series.steps.len())
+            .map(|i| compress_histogram(series.step_buckets(i)))
+            .collect();
+        StepIndex {
+            tag: series.tag,
+            steps: series.steps,
+            wall_times: series.wall_times,
+            stats: series.stats,
+            percentiles,
+        }
+    }
+}
+
+/// A [`Segment`] with each series reduced to its [`StepIndex`].
+#[derive(Debug, Default)]
+pub struct SegmentIndex {
+    pub end: u64,
+    pub starts: Vec<i64>,
+    pub series: Vec<StepIndex>,
+    pub report: FileReport,
+}
+
+/// [`read_segment`] of every tag, keeping each step's index and dropping its buckets.
+pub fn index_segment(
+    run: &str,
+    path: &Path,
+    start: u64,
+    max_bytes: u64,
+    plugins: &mut HashMap<String, String>,
+) -> SegmentIndex {
+    let Segment {
+        end,
+        starts,
+        series,
+        report,
+    } = read_segment(run, path, start, max_bytes, plugins, None);
+    SegmentIndex {
+        end,
+        starts,
+        series: series.into_iter().map(StepIndex::from).collect(),
+        report,
+    }
 }
 
 /// Reads the whole records of `path` from byte `start`, stopping after about `max_bytes`.
@@ -322,6 +382,38 @@ mod tests {
         assert_eq!(steps(&segment, "h"), vec![2]);
         assert_eq!(segment.report.damaged[0].offset, second as u64);
         assert_eq!(segment.end, bytes.len() as u64);
+    }
+
+    #[test]
+    fn the_index_keeps_each_steps_percentiles_and_statistics() {
+        let bytes = [legacy_event("h", 1), start_event(2), legacy_event("h", 2)].concat();
+        let path = temp_file("index", &bytes);
+        let mut plugins = HashMap::new();
+        let index = index_segment("r", &path, 0, 1 << 20, &mut plugins);
+        let read = read_segment("r", &path, 0, 1 << 20, &mut plugins, None);
+        std::fs::remove_file(&path).unwrap();
+        let [series] = &index.series[..] else {
+            panic!("one tag, got {:?}", index.series);
+        };
+        assert_eq!(series.steps, vec![1, 2]);
+        let counts: Vec<(f64, f64)> = series.stats.iter().map(|s| (s.count, s.max)).collect();
+        assert_eq!(counts, vec![(3.0, 2.0), (3.0, 2.0)]);
+        assert_eq!(series.wall_times, read.series[0].wall_times);
+        assert_eq!(index.starts, vec![2]);
+        assert_eq!(index.end, bytes.len() as u64);
+        // TensorBoard's compress_histogram([[0, 1, 1], [1, 2, 2]]).
+        let want = [
+            0.0,
+            0.2004,
+            0.47609999999999997,
+            0.9255,
+            1.25,
+            1.53725,
+            1.7619500000000001,
+            1.8998,
+            2.0,
+        ];
+        assert_eq!(series.percentiles, vec![want, want]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ from tensorboard.plugins.distribution.compressor import compress_histogram
 
 import histoscope
 from histoscope import follow
-from histoscope.follow import LogdirIndex, compress_histograms
+from histoscope.follow import LogdirIndex
 
 FIXTURES = [
     "tf2_summary",
@@ -35,12 +35,6 @@ def _load(logdir: Path) -> dict:
         return histoscope.load_histograms(logdir)
 
 
-def _flat(buckets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.concatenate(([0], np.cumsum([len(b) for b in buckets]))).astype(np.int64)
-    flat = np.concatenate(buckets) if buckets else np.zeros((0, 3))
-    return flat, offsets
-
-
 def _read_all(index: LogdirIndex) -> dict:
     """Every run of ``index`` read to its end (no time budget)."""
     runs = {}
@@ -54,20 +48,12 @@ def _read_all(index: LogdirIndex) -> dict:
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_percentiles_equal_tensorboards_compressor(fixtures: Path, name: str) -> None:
-    for runs in _load(fixtures / name).values():
-        for series in runs.values():
-            flat, offsets = _flat(series.buckets)
+    runs = _read_all(LogdirIndex(str(fixtures / name)))
+    for tag, by_run in _load(fixtures / name).items():
+        for run_name, series in by_run.items():
             want = np.array([[v for _, v in compress_histogram(b)] for b in series.buckets])
-            got = compress_histograms(flat, offsets)
-            np.testing.assert_allclose(got, want.reshape(got.shape), rtol=1e-12, equal_nan=True)
-
-
-def test_percentiles_of_empty_and_all_zero_steps() -> None:
-    flat = np.array([[0.0, 1.0, 0.0], [1.0, 2.0, 0.0], [-1.0, 3.0, 4.0]])
-    got = compress_histograms(flat, np.array([0, 2, 2, 3]))
-    assert got[0].tolist() == [2.0] * 9  # no weight: the greatest edge, as TensorBoard
-    assert got[1].tolist() == [0.0] * 9  # no buckets
-    assert got[2].tolist() == [v for _, v in compress_histogram([[-1.0, 3.0, 4.0]])]
+            got = runs[run_name].series[tag].view.quantiles
+            np.testing.assert_array_equal(got, want.reshape(got.shape))
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -131,6 +117,32 @@ def test_a_restart_in_a_later_read_drops_the_steps_it_logs_again(
         for run_name, series in by_run.items():
             run = _read_all(index)[run_name]
             np.testing.assert_array_equal(run.series[tag].view.steps, series.steps)
+
+
+def test_a_view_taken_earlier_is_unchanged_by_later_reads_and_restarts(
+    fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(fixtures / "restart", tmp_path / "restart")
+    monkeypatch.setattr(follow, "SEGMENT_BYTES", 400)  # a few steps per read
+    index = LogdirIndex(str(tmp_path / "restart"), refresh_seconds=0.0)
+    name = index.runs()[0]
+    run = follow.RunIndex(name)  # read here alone, without a background reader
+    held = []
+    while not run.caught_up:
+        run.read(index._files[name], 0.0)
+        for series in run.series.values():
+            generation, view = series.snapshot()
+            held.append((series, generation, view, [column.copy() for column in view]))
+    restarted = 0
+    for series, generation, view, copies in held:
+        for column, copy in zip(view, copies):
+            np.testing.assert_array_equal(column, copy)
+        now, latest = series.snapshot()
+        if now == generation:  # no restart since: the view is the start of the latest
+            for column, later in zip(view, latest):
+                np.testing.assert_array_equal(column, later[: len(column)])
+        restarted += now > generation
+    assert restarted > 0, "the restart fixture drops steps it logs again"
 
 
 def test_runs_are_listed_without_reading_them(fixtures: Path) -> None:

@@ -9,6 +9,7 @@ import numpy.typing as npt
 from typing_extensions import Self, final
 
 STAT_NAMES: list[str]
+BASIS_POINTS: list[int]
 
 _Report = tuple[str, str, bool, int | None]
 _Series = tuple[
@@ -71,9 +72,7 @@ class DecodedFile:
 
 @final
 class EventStream:
-    def __new__(
-        cls, path: str, size: int | None = None, tags: list[str] | None = None
-    ) -> Self: ...
+    def __new__(cls, path: str, size: int | None = None, tags: list[str] | None = None) -> Self: ...
     def feed(self, chunk: bytes) -> None: ...
     def finish(self) -> DecodedFile: ...
 
@@ -83,7 +82,22 @@ def surviving_entries(files: list[DecodedFile]) -> list[npt.NDArray[np.bool_]]: 
 def discover_runs(logdir: str | os.PathLike[str]) -> list[tuple[str, list[os.PathLike[str]]]]: ...
 
 _Segment = tuple[int, list[int], list[_Series], _Report, dict[str, str]]
+_StepIndex = tuple[
+    str,
+    npt.NDArray[np.int64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+]
+_SegmentIndex = tuple[int, list[int], list[_StepIndex], _Report, dict[str, str]]
 
+def index_segment(
+    run: str,
+    path: str | os.PathLike[str],
+    start: int,
+    max_bytes: int,
+    plugins: dict[str, str],
+) -> _SegmentIndex: ...
 def read_segment(
     run: str,
     path: str | os.PathLike[str],

@@ -4,13 +4,16 @@ Runs are listed first (a directory walk, no reading). A run's events files are
 read when the run is first asked for, a segment of whole records at a time, and
 each file's byte offset is kept, so a later refresh decodes only what was
 appended since. Per step only an index stays in memory: the step, wall time,
-statistics, TensorBoard's distribution percentiles and which segment holds the
-buckets. The buckets of a step are read again from that segment when someone
-looks at it, so memory does not grow with the steps nobody looks at.
+statistics, TensorBoard's distribution percentiles (computed by the core as it
+reads, without the GIL) and which segment holds the buckets. The buckets of a
+step are read again from that segment when someone looks at it, so memory does
+not grow with the steps nobody looks at.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -28,62 +31,17 @@ __all__ = [
     "RunIndex",
     "SeriesIndex",
     "SeriesView",
-    "compress_histograms",
 ]
 
 #: TensorBoard's distribution compressor: the percentiles (in basis points) drawn over steps.
-BASIS_POINTS = (0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000)
+BASIS_POINTS = tuple(_core.BASIS_POINTS)
 
 #: How much of an events file one read decodes; a single longer record is read whole.
 SEGMENT_BYTES = 4 << 20
 
 _STAT_COUNT = len(_core.STAT_NAMES)
 _CACHED_SEGMENTS = 32
-
-
-def compress_histograms(flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """TensorBoard's ``compress_histogram`` for every step at once: shape (steps, 9).
-
-    ``flat`` holds (left, right, count) rows, step ``i`` owning rows
-    ``offsets[i]:offsets[i + 1]``. Each basis point is interpolated linearly in
-    the first bucket with a non-zero count whose cumulative share passes it, as
-    ``tensorboard/plugins/distribution/compressor.py`` does; past the last
-    bucket it is the greatest edge, and a step without buckets gives zeros. The
-    shares are summed in the same order as there, so ties land the same way.
-    """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    sizes = np.diff(offsets)
-    steps = len(sizes)
-    out = np.zeros((steps, len(BASIS_POINTS)))
-    if steps == 0 or len(flat) == 0:
-        return out
-    rows = np.repeat(np.arange(steps), sizes)
-    cols = np.arange(len(flat)) - np.repeat(offsets[:-1], sizes)
-    width = int(sizes.max())
-    counts = np.zeros((steps, width))
-    counts[rows, cols] = flat[:, 2]
-    rights = np.zeros((steps, width))
-    rights[rows, cols] = flat[:, 1]
-    totals = np.array([flat[a:b, 2].sum() for a, b in zip(offsets[:-1], offsets[1:])])
-    weights = np.cumsum(counts * BASIS_POINTS[-1] / np.where(totals == 0, 1.0, totals)[:, None], 1)
-    before = np.concatenate((np.zeros((steps, 1)), weights[:, :-1]), axis=1)
-    moving = (weights != before) & (np.arange(width) < sizes[:, None])
-    present = sizes > 0
-    first = np.where(present, flat[offsets[:-1].clip(max=len(flat) - 1), 0], 0.0)
-    last = np.where(present, flat[(offsets[1:] - 1).clip(min=0), 1], 0.0)
-    every = np.arange(steps)
-    for j, bp in enumerate(BASIS_POINTS):
-        candidates = moving & (weights > bp)
-        i = candidates.argmax(axis=1)
-        cum, cum_prev = weights[every, i], before[every, i]
-        at_start = (i == 0) | (cum_prev == 0)
-        lhs = np.where(at_start, first, np.maximum(rights[every, (i - 1).clip(min=0)], first))
-        rhs = np.minimum(rights[every, i], last)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            value = lhs + (bp - cum_prev) * (rhs - lhs) / (cum - cum_prev)
-        out[:, j] = np.where(candidates[every, i], value, last)
-    out[~present] = 0.0
-    return out
+_BACKGROUND_NICENESS = 10
 
 
 class SeriesView(NamedTuple):
@@ -95,44 +53,70 @@ class SeriesView(NamedTuple):
     quantiles: np.ndarray
     segments: np.ndarray
 
-    def upto(self, keep: int) -> SeriesView:
-        return SeriesView(*(column[:keep] for column in self))
+    def rows(self, start: int, stop: int) -> SeriesView:
+        return SeriesView(*(column[start:stop] for column in self))
 
 
 class SeriesIndex:
-    """One tag of one run, growing; `view` is replaced whole, so readers see one moment."""
+    """One tag of one run, growing; `view` is replaced whole, so readers see one moment.
+
+    The columns grow in place into spare room, doubled when full, so adding a
+    segment copies only its own steps. Rows a view already showed are never
+    written again: a restart that drops steps moves the columns to new arrays.
+    Each such restart counts up the generation `snapshot` returns with the
+    view, so a client holding the first ``n`` steps of one generation can be
+    sent only the steps after them.
+    """
 
     def __init__(self) -> None:
-        self.view = SeriesView(
+        self._columns = SeriesView(
             np.zeros(0, dtype=np.int64),
             np.zeros(0),
             np.zeros((0, _STAT_COUNT)),
             np.zeros((0, len(BASIS_POINTS))),
             np.zeros(0, dtype=np.int64),
         )
+        self._written = 0
+        self._current = (0, self._columns)
+
+    @property
+    def view(self) -> SeriesView:
+        return self._current[1]
+
+    def snapshot(self) -> tuple[int, SeriesView]:
+        """The generation and the view of one moment, read together."""
+        return self._current
 
     def __len__(self) -> int:
         return len(self.view.steps)
 
     def purge_from(self, step: int) -> None:
         """Drops the steps at or after ``step``: a restart logged them again."""
-        keep = int(np.searchsorted(self.view.steps, step, side="left"))
-        if keep < len(self.view.steps):
-            self.view = self.view.upto(keep)
+        generation, view = self._current
+        keep = int(np.searchsorted(view.steps, step, side="left"))
+        if keep < len(view.steps):
+            self._current = (generation + 1, view.rows(0, keep))
 
-    def extend(self, steps, wall_times, flat, offsets, stats, segment: int) -> None:
+    def extend(self, steps, wall_times, stats, quantiles, segment: int) -> None:
         """Appends a segment's steps of this tag, dropping kept steps they log again."""
-        keep = int(np.searchsorted(self.view.steps, int(steps[0]), side="left"))
-        added = SeriesView(
-            steps,
-            wall_times,
-            stats,
-            compress_histograms(flat, offsets),
-            np.full(len(steps), segment, dtype=np.int64),
-        )
-        self.view = SeriesView(
-            *(np.concatenate((old, new)) for old, new in zip(self.view.upto(keep), added))
-        )
+        self.purge_from(int(steps[0]))
+        keep, added = len(self), len(steps)
+        if keep != self._written or keep + added > len(self._columns.steps):
+            self._columns = SeriesView(
+                *(_grown(column, keep, keep + added) for column in self._columns)
+            )
+        rows = (steps, wall_times, stats, quantiles, np.full(added, segment, dtype=np.int64))
+        for column, new in zip(self._columns, rows):
+            column[keep : keep + added] = new
+        self._written = keep + added
+        self._current = (self._current[0], self._columns.rows(0, self._written))
+
+
+def _grown(column: np.ndarray, keep: int, need: int) -> np.ndarray:
+    """A copy of ``column``'s first ``keep`` rows with room for ``need`` rows and as many again."""
+    grown = np.empty((max(2 * need, 64), *column.shape[1:]), dtype=column.dtype)
+    grown[:keep] = column[:keep]
+    return grown
 
 
 @dataclass
@@ -158,6 +142,9 @@ class RunIndex:
     def read(self, files: Iterable[str], budget_seconds: float) -> None:
         """Reads what was appended to ``files`` since the last read, for about ``budget_seconds``.
 
+        Past the budget, reading stops as soon as the run has some histograms
+        and a file has more to read, so a page can show a run's first steps
+        while the rest is read.
         ``caught_up`` says whether every file was read to its last whole record.
         """
         deadline = time.monotonic() + budget_seconds
@@ -171,7 +158,7 @@ class RunIndex:
     def _read_file(self, path: str, deadline: float) -> bool:
         while True:
             start = self.offsets.get(path, 0)
-            end, starts, series, _report, plugins = _core.read_segment(
+            end, starts, series, _report, plugins = _core.index_segment(
                 self.name, path, start, SEGMENT_BYTES, self.plugins
             )
             self.plugins = plugins
@@ -179,7 +166,8 @@ class RunIndex:
                 return True
             self.offsets[path] = end
             self._apply(_Segment(path, start, end), starts, series)
-            if time.monotonic() > deadline:
+            more = end < os.path.getsize(path)
+            if more and time.monotonic() > deadline and self.series:
                 return False
 
     def _apply(self, segment: _Segment, starts: list[int], series: list[tuple]) -> None:
@@ -188,9 +176,9 @@ class RunIndex:
         for step in starts:
             for index in self.series.values():
                 index.purge_from(step)
-        for _run, tag, steps, wall_times, flat, offsets, stats in series:
+        for tag, steps, wall_times, stats, quantiles in series:
             self.series.setdefault(tag, SeriesIndex()).extend(
-                steps, wall_times, flat, offsets, stats, number
+                steps, wall_times, stats, quantiles, number
             )
         self.version += 1
 
@@ -208,11 +196,12 @@ class LogdirIndex:
 
     ``refresh_seconds`` is how old a listing or a run's read may be before it is
     refreshed; ``budget_seconds`` bounds the time one request spends reading a
-    run, the rest being read in the background.
+    run once it has some histograms (by default: its first segment holding
+    any), the rest being read in the background at a lower priority.
     """
 
     def __init__(
-        self, logdir: str, *, refresh_seconds: float = 1.0, budget_seconds: float = 0.25
+        self, logdir: str, *, refresh_seconds: float = 1.0, budget_seconds: float = 0.0
     ) -> None:
         self.logdir = logdir
         self.refresh_seconds = refresh_seconds
@@ -258,6 +247,7 @@ class LogdirIndex:
             self._background.add(run.name)
 
         def work() -> None:
+            _yield_to_requests()
             try:
                 while not run.caught_up:
                     run.read(files, 1.0)
@@ -291,3 +281,16 @@ class LogdirIndex:
             while len(self._cache) > _CACHED_SEGMENTS:
                 self._cache.popitem(last=False)
         return series
+
+
+def _yield_to_requests() -> None:
+    """Lowers the calling thread's CPU priority, where threads have their own (Linux).
+
+    Catching up on a long run takes a core for a while; the page's requests
+    should not queue behind it.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _BACKGROUND_NICENESS)
+        except OSError:  # a sandbox refusing it: reading at the usual priority is still right
+            pass

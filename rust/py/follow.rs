@@ -5,8 +5,14 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 
-use super::{report_tuple, series_tuple, ReportTuple, SeriesTuple};
-use crate::follow::{read_segment as read, Segment};
+use numpy::IntoPyArray;
+
+use super::{matrix, report_tuple, series_tuple, Array1, Array2, ReportTuple, SeriesTuple};
+use crate::compressor::BASIS_POINTS;
+use crate::data_compat::Stats;
+use crate::follow::{
+    index_segment as index, read_segment as read, Segment, SegmentIndex, StepIndex,
+};
 
 /// (end offset, restart steps, series tuples, report tuple, the run's plugins after the segment)
 type SegmentTuple<'py> = (
@@ -16,6 +22,60 @@ type SegmentTuple<'py> = (
     ReportTuple,
     HashMap<String, String>,
 );
+
+/// (tag, steps, wall_times, stats (steps, 8), percentiles (steps, 9))
+type StepIndexTuple<'py> = (
+    String,
+    Array1<'py, i64>,
+    Array1<'py, f64>,
+    Array2<'py>,
+    Array2<'py>,
+);
+
+/// (end offset, restart steps, step index tuples, report tuple, the run's plugins after it)
+type SegmentIndexTuple<'py> = (
+    u64,
+    Vec<i64>,
+    Vec<StepIndexTuple<'py>>,
+    ReportTuple,
+    HashMap<String, String>,
+);
+
+/// Indexes the whole records of `path` from byte `start`, about `max_bytes` of
+/// them: per tag and step, the statistics and TensorBoard's percentiles, no buckets.
+#[pyfunction]
+fn index_segment<'py>(
+    py: Python<'py>,
+    run: &str,
+    path: PathBuf,
+    start: u64,
+    max_bytes: u64,
+    mut plugins: HashMap<String, String>,
+) -> PyResult<SegmentIndexTuple<'py>> {
+    let SegmentIndex {
+        end,
+        starts,
+        series,
+        report,
+    } = py.detach(|| index(run, &path, start, max_bytes, &mut plugins));
+    let series = series
+        .into_iter()
+        .map(|s| step_index_tuple(py, s))
+        .collect::<PyResult<_>>()?;
+    Ok((end, starts, series, report_tuple(report), plugins))
+}
+
+fn step_index_tuple(py: Python<'_>, s: StepIndex) -> PyResult<StepIndexTuple<'_>> {
+    let stats: Vec<f64> = s.stats.iter().flat_map(|st| st.to_array()).collect();
+    let percentiles: Vec<f64> = s.percentiles.into_iter().flatten().collect();
+    Ok((
+        s.tag,
+        s.steps.into_pyarray(py),
+        s.wall_times.into_pyarray(py),
+        matrix(py, stats, Stats::NAMES.len())?,
+        matrix(py, percentiles, BASIS_POINTS.len())?,
+    ))
+}
 
 /// Reads the whole records of `path` from byte `start`, about `max_bytes` of them.
 ///
@@ -47,6 +107,9 @@ fn read_segment<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(index_segment, m)?)?;
     m.add_function(wrap_pyfunction!(read_segment, m)?)?;
+    // Whole numbers of basis points, as TensorBoard lists them.
+    m.add("BASIS_POINTS", BASIS_POINTS.map(|bp| bp as u32).to_vec())?;
     Ok(())
 }
