@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import http.client
+import json
 import re
 import shutil
 import subprocess
 import sys
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
 import histoscope
+from histoscope import viewer
+from histoscope.follow import LogdirIndex
 
 pytest_plugins = ["browser"]  # the browser and screenshot fixtures
 
@@ -285,6 +290,56 @@ def test_the_data_and_assets_are_served(server: Server) -> None:
     for path in ["/", "/assets/viewer.js", "/assets/a11y.js", "/assets/viewer.css", "/api/runs"]:
         assert server.get(path) == 200, path
     assert server.get("/api/series?tag=weights/dense&run=train") == 200
+
+
+def test_series_answers_are_strict_json_with_null_for_missing_statistics(server: Server) -> None:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    with urllib.request.urlopen(server.url + "api/series?tag=weights/dense&run=train") as answer:
+        body = json.loads(answer.read(), parse_constant=refuse)
+    (series,) = body["series"]
+    want = _series(server.logdir)["weights/dense"]["train"]
+    assert series["steps"] == want.steps.tolist()
+    assert series["from"] == 0 and series["more"] is False
+    assert len(series["quantiles"]) == len(want.steps) and len(series["quantiles"][0]) == 9
+    assert series["stats"]["mean"] == [None] * len(want.steps)  # TF2 stores no statistics
+
+
+def _series_answer(index: LogdirIndex, query: str) -> dict:
+    from starlette.requests import Request
+
+    scope = {"type": "http", "query_string": query.encode(), "headers": []}
+    return json.loads(viewer._encode(viewer._series(index, Request(scope))))
+
+
+def test_series_are_sent_from_the_steps_held_a_page_at_a_time(
+    logdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(viewer, "SERIES_STEPS", 8)
+    index = LogdirIndex(str(logdir))
+    run = index.run("train")
+    while not run.caught_up:
+        run.read(index._files["train"], 10.0)
+    generation, view = run.series["weights/dense"].snapshot()
+    query = "tag=weights/dense&run=validation&run=train&since=&since="
+    steps, quantiles, pages = [], [], []
+    while True:
+        (_, series) = _series_answer(index, query + f"{generation}:{len(steps)}")["series"]
+        assert series["run"] == "train" and series["from"] == len(steps)
+        steps += series["steps"]
+        quantiles += series["quantiles"]
+        pages.append(len(series["steps"]))
+        if not series["more"]:
+            break
+    assert pages == [8, 8, 4]
+    assert steps == view.steps.tolist()
+    np.testing.assert_array_equal(quantiles, view.quantiles)
+    (_, other) = _series_answer(index, query + f"{generation + 1}:8")["series"]
+    assert other["from"] == 0 and other["steps"] == steps[:8]  # another generation: from 0
+    for wrong in ["eight", "0:-1", "1"]:
+        with pytest.raises(viewer._NotFound):
+            _series_answer(index, query + wrong)
 
 
 def test_a_host_off_loopback_is_warned_about(logdir: Path) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import html
 import ipaddress
-import math
+import json
 import os
 import socket
 import sys
+import threading
+from collections.abc import Awaitable
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
 __all__ = ["create_app", "serve"]
+
+#: The most steps of one run one series answer holds; the page asks again for the rest.
+SERIES_STEPS = 2000
 
 _ASSETS = {
     "a11y.js": "text/javascript",
@@ -104,22 +109,43 @@ class _NotFound(Exception):
     pass
 
 
-def _json(handler: Callable[[Request], Any]) -> Callable[[Request], Response]:
-    """A sync endpoint (Starlette runs it on a worker thread) answering JSON, 404 for unknowns."""
-    from starlette.concurrency import run_in_threadpool
-    from starlette.responses import JSONResponse
+def _json(handler: Callable[[Request], Any]) -> Callable[[Request], Awaitable[Response]]:
+    """A sync endpoint answering JSON, 404 for unknowns.
 
-    async def endpoint(request: Request) -> Response:
+    The handler runs and its answer is encoded on a worker thread, so a long
+    series does not hold up the event loop serving the other requests.
+    """
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import JSONResponse, Response
+
+    def answer(request: Request) -> Response:
         try:
-            body = await run_in_threadpool(handler, request)
+            body = handler(request)
         except _NotFound as error:
             return JSONResponse({"error": str(error)}, status_code=404)
-        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+        return Response(
+            _encode(body), media_type="application/json", headers={"Cache-Control": "no-store"}
+        )
+
+    async def endpoint(request: Request) -> Response:
+        return await run_in_threadpool(answer, request)
 
     return endpoint
 
 
-def _page(logdir: str) -> Callable[[Request], Response]:
+# One answer is encoded at a time: encoding holds the GIL anyway, and this way at
+# most one answer's numbers exist as Python objects at once.
+_ENCODING = threading.Lock()
+
+
+def _encode(body: Any) -> bytes:
+    """``body`` as JSON, NumPy arrays turned into lists one at a time as they are written."""
+    with _ENCODING:
+        text = json.dumps(body, default=_numbers, allow_nan=False, separators=(",", ":"))
+    return text.encode()
+
+
+def _page(logdir: str) -> Callable[[Request], Awaitable[Response]]:
     from starlette.responses import HTMLResponse
 
     text = _read_asset("viewer.html")
@@ -185,25 +211,54 @@ def _tags(index: LogdirIndex, request: Request) -> dict[str, Any]:
 
 
 def _series(index: LogdirIndex, request: Request) -> dict[str, Any]:
+    """Each run's index of ``tag`` from the ``since`` given for the run, at most SERIES_STEPS steps.
+
+    ``since`` is repeated in the order of ``run``, as ``GENERATION:COUNT`` of the
+    steps the page holds; the answer's ``from`` says where its steps go, 0 when
+    a restart since then rewrote steps the page holds, and ``more`` whether
+    steps are left to ask for. Answers stay small however far the reading has
+    gone, so the first cards need not wait for a long run's whole index.
+    """
     tag = _tag(request)
+    runs = _chosen_runs(index, request)
+    held = [_since(text) for text in request.query_params.getlist("since")]
     out = []
-    for run in _chosen_runs(index, request):
-        series = run.series.get(tag)
-        if series is None:
+    for position, run in enumerate(runs):
+        index_of_tag = run.series.get(tag)
+        if index_of_tag is None:
             continue
-        series = series.view
+        generation, series = index_of_tag.snapshot()
+        since = held[position] if position < len(held) else None
+        start = (
+            since[1] if since and since[0] == generation and since[1] <= len(series.steps) else 0
+        )
+        more = len(series.steps) > start + SERIES_STEPS
+        series = series.rows(start, start + SERIES_STEPS)
         out.append(
             {
                 "run": run.name,
-                "steps": series.steps.tolist(),
-                "wall_times": series.wall_times.tolist(),
-                "stats": {
-                    name: _numbers(series.stats[:, i]) for i, name in enumerate(_core.STAT_NAMES)
-                },
-                "quantiles": [_numbers(row) for row in series.quantiles],
+                "generation": generation,
+                "from": start,
+                "more": more,
+                "steps": series.steps,
+                "wall_times": series.wall_times,
+                "stats": {name: series.stats[:, i] for i, name in enumerate(_core.STAT_NAMES)},
+                "quantiles": series.quantiles,
             }
         )
     return {"tag": tag, "series": out}
+
+
+def _since(text: str) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        generation, count = (int(part) for part in text.split(":"))
+    except ValueError:
+        generation = count = -1
+    if generation < 0 or count < 0:
+        raise _NotFound(f"since must be GENERATION:COUNT, two whole numbers, got {text!r}")
+    return generation, count
 
 
 def _buckets(index: LogdirIndex, request: Request) -> dict[str, Any]:
@@ -213,7 +268,7 @@ def _buckets(index: LogdirIndex, request: Request) -> dict[str, Any]:
         step = int(request.query_params.get("step", ""))
     except ValueError:
         raise _NotFound("step must be an integer") from None
-    out = []
+    out: list[dict[str, Any]] = []
     for run in _chosen_runs(index, request):
         index_of_tag = run.series.get(tag)
         if index_of_tag is None:
@@ -236,14 +291,20 @@ def _buckets(index: LogdirIndex, request: Request) -> dict[str, Any]:
 def _step(
     index: LogdirIndex, run: RunIndex, tag: str, series: SeriesView, position: int
 ) -> dict[str, Any]:
-    buckets = index.buckets(run, tag, series, position)
     return {
         "step": int(series.steps[position]),
-        "buckets": [_numbers(row) for row in buckets],
+        "buckets": index.buckets(run, tag, series, position),
         "stats": dict(zip(_core.STAT_NAMES, _numbers(series.stats[position]))),
     }
 
 
-def _numbers(values: np.ndarray) -> list[float | None]:
-    """JSON has no NaN or infinity: those become null."""
-    return [v if math.isfinite(v) else None for v in values.tolist()]
+def _numbers(values: Any) -> Any:
+    """A NumPy array or number as JSON can hold it: NaN and infinities become null."""
+    if not isinstance(values, (np.ndarray, np.generic)):
+        raise TypeError(f"{type(values).__name__} is not JSON serializable")
+    held = np.asarray(values)
+    if held.dtype.kind != "f":
+        return held.tolist()
+    out = held.astype(object)
+    out[~np.isfinite(held)] = None
+    return out.tolist()

@@ -119,6 +119,7 @@
       live: node.querySelector(".announcement"),
       series: new Map(),   // run -> {steps, stats, quantiles}
       buckets: new Map(),  // run -> {current, previous} at the drawn step
+      unread: new Set(),   // runs with steps left to ask for
       runIndex: 0, bin: 0, bp: 4, last: "", request: 0, dirty: true,
     };
     card.speak = a11y.speaker(card.live);
@@ -484,10 +485,44 @@
     });
   }
 
+  // Asks only for the steps after those the card holds; the answer's `from` says where its
+  // steps go (0 when a restart rewrote steps the card held), `more` that steps are left.
   async function loadSeries(card, runs) {
-    const answer = await getJSON("/api/series", { tag: card.tag, run: runs });
-    for (const run of runs) card.series.delete(run);
-    for (const entry of answer.series) card.series.set(entry.run, entry);
+    const since = runs.map((run) => {
+      const held = card.series.get(run);
+      return held ? held.generation + ":" + held.steps.length : "";
+    });
+    const answer = await getJSON("/api/series", { tag: card.tag, run: runs, since });
+    const answered = new Set(answer.series.map((entry) => entry.run));
+    for (const run of runs) {
+      card.unread.delete(run);
+      if (!answered.has(run)) card.series.delete(run);
+    }
+    for (const entry of answer.series) {
+      card.series.set(entry.run, appended(card.series.get(entry.run), entry));
+      if (entry.more) card.unread.add(entry.run);
+    }
+  }
+
+  // The shown runs with steps left to ask for on some card.
+  function unreadRuns() {
+    const shown = new Set(shownRuns());
+    const unread = new Set();
+    for (const card of state.cards.values()) for (const run of card.unread) if (shown.has(run)) unread.add(run);
+    return unread;
+  }
+
+  function appended(held, entry) {
+    if (!held || entry.from === 0) return entry;
+    const join = (old, added) => old.slice(0, entry.from).concat(added);
+    const stats = {};
+    for (const name of Object.keys(entry.stats)) stats[name] = join(held.stats[name], entry.stats[name]);
+    return {
+      run: entry.run, generation: entry.generation, from: 0, more: entry.more, stats,
+      steps: join(held.steps, entry.steps),
+      wall_times: join(held.wall_times, entry.wall_times),
+      quantiles: join(held.quantiles, entry.quantiles),
+    };
   }
 
   let refreshing = null;
@@ -516,7 +551,7 @@
     }
     const work = [];
     for (const card of state.cards.values()) {
-      const need = card.dirty ? runs : changed;
+      const need = card.dirty ? runs : runs.filter((run) => changed.includes(run) || card.unread.has(run));
       card.dirty = false;
       if (need.length || showChanged) work.push(loadSeries(card, need.length ? need : runs));
     }
@@ -524,7 +559,8 @@
     const before = state.step;
     collectSteps();
     if (work.length || state.step !== before || showChanged) await loadAllBuckets();
-    const reading = tags.reading.length ? "; still reading " + tags.reading.length + " runs" : "";
+    const unread = new Set([...tags.reading, ...unreadRuns()]);
+    const reading = unread.size ? "; still reading " + unread.size + " runs" : "";
     status.textContent = state.runs.length + " runs (" + runs.length + " shown), " +
       state.tags.length + " histogram keys" + reading;
     document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
@@ -736,7 +772,8 @@
   $("hide-all").addEventListener("click", () => setShown(state.runs, false));
   document.body.dataset.view = state.view;
 
+  // Series with steps left are asked for again at once, the rest every POLL_MS.
   refresh(false).then(function again() {
-    setTimeout(() => refresh(false).then(again), POLL_MS);
+    setTimeout(() => refresh(false).then(again), unreadRuns().size ? 0 : POLL_MS);
   });
 })();
