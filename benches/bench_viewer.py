@@ -84,8 +84,10 @@ def measure(logdir: Path, browser) -> dict[str, float]:
         first_card = page.evaluate("performance.now()") / 1000
         from_start = time.perf_counter() - started
         card_memory = peak_rss(server.pid)
-        page.wait_for_function(
-            "!document.getElementById('status').textContent.includes('still')", timeout=300000
+        page.wait_for_function(  # a poll has answered, and nothing is left to read
+            "document.body.dataset.polls"
+            " && !document.getElementById('status').textContent.includes('still')",
+            timeout=300000,
         )
         caught_up = time.perf_counter() - started
         page.close()
