@@ -151,11 +151,13 @@ impl Grid {
             row[first] += count;
             return;
         }
-        let per_unit = count / (right - left);
+        // count * (overlap / width), not overlap * (count / width): a bucket
+        // that fills a bin exactly must give it exactly its count.
+        let width = right - left;
         for (j, slot) in row.iter_mut().enumerate().take(last + 1).skip(first) {
             let overlap = right.min(self.edges[j + 1]) - left.max(self.edges[j]);
             if overlap > 0.0 {
-                *slot += overlap * per_unit;
+                *slot += count * (overlap / width);
             }
         }
     }

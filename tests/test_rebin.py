@@ -38,7 +38,7 @@ def reference_rebin(steps: list[np.ndarray], edges: np.ndarray) -> np.ndarray:
                 out[i, j] += count
                 continue
             overlap = np.minimum(right, edges[1:]) - np.maximum(left, edges[:-1])
-            out[i] += count * np.clip(overlap, 0, None) / (right - left)
+            out[i] += count * (np.clip(overlap, 0, None) / (right - left))
     return out
 
 
