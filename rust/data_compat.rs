@@ -63,6 +63,21 @@ impl Stats {
         above: f64::NAN,
     };
 
+    /// The inverse of [`Stats::to_array`].
+    pub fn from_array(values: [f64; 8]) -> Stats {
+        let [count, min, max, mean, std, nonfinite, below, above] = values;
+        Stats {
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        }
+    }
+
     pub fn to_array(self) -> [f64; 8] {
         [
             self.count,

@@ -41,20 +41,6 @@ impl EventFileWriter {
     }
 }
 
-fn stats_of(s: [f64; 8]) -> Stats {
-    let [count, min, max, mean, std, nonfinite, below, above] = s;
-    Stats {
-        count,
-        min,
-        max,
-        mean,
-        std,
-        nonfinite,
-        below,
-        above,
-    }
-}
-
 #[pymethods]
 impl EventFileWriter {
     #[new]
@@ -94,7 +80,7 @@ impl EventFileWriter {
                 wall_time,
                 edges: &edges,
                 counts: &counts,
-                stats: stats_of(stats),
+                stats: Stats::from_array(stats),
             };
             let event = histogram_event(&record)?;
             self.with(|w| w.write(&event))
