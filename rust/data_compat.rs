@@ -267,10 +267,12 @@ fn decode_content(t: &TensorProto, n: usize, out: &mut Vec<f64>) -> Result<(), C
     }
     let chunks = bytes.chunks_exact(width);
     match t.dtype {
-        dtype::DOUBLE => out.extend(chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap()))),
-        dtype::FLOAT => {
-            out.extend(chunks.map(|c| f64::from(f32::from_le_bytes(c.try_into().unwrap()))))
+        dtype::DOUBLE => {
+            out.extend(chunks.map(|c| f64::from_le_bytes(c.try_into().expect("8-byte chunk"))))
         }
+        dtype::FLOAT => out.extend(
+            chunks.map(|c| f64::from(f32::from_le_bytes(c.try_into().expect("4-byte chunk")))),
+        ),
         dtype::HALF => out.extend(chunks.map(|c| half_to_f64(u16::from_le_bytes([c[0], c[1]])))),
         _ => out.extend(chunks.map(|c| bfloat16_to_f64(u16::from_le_bytes([c[0], c[1]])))),
     }
