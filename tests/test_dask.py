@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import distributed
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,8 +14,6 @@ import pytest
 import histoscope
 import histoscope.dask
 from histoscope.tidy import to_pandas
-
-distributed = pytest.importorskip("distributed")
 
 KEY = ["run", "tag", "step"]
 BUCKETS = ["left", "right", "count"]

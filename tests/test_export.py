@@ -10,14 +10,13 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 import histoscope
 from histoscope.cli import main
 from histoscope.export import export_parquet
 from histoscope.tidy import to_pandas
-
-pq = pytest.importorskip("pyarrow.parquet")
 
 KEY = ["run", "tag", "step"]
 

@@ -148,7 +148,8 @@ def test_every_kind_of_input_is_logged(tmp_path: Path, values) -> None:
 
 
 def test_bfloat16_numpy_input(tmp_path: Path) -> None:
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes
+
     values = np.linspace(-3, 3, 301).astype(ml_dtypes.bfloat16)
     with hs.init("p", run_name="r", dir=tmp_path) as run:
         run.add_histogram("w", values, step=0)

@@ -7,17 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
+import moto.server as moto_server
 import numpy as np
 import pytest
+import s3fs  # noqa: F401  (the filesystem fsspec uses for s3://)
 
 import histoscope
 from histoscope import DamagedFileWarning, storage
 from histoscope.cli import main
 from histoscope.tidy import to_pandas
-
-boto3 = pytest.importorskip("boto3")
-pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
 
 BUCKET = "histograms"
 UPLOADED = ("torch_writer", "restart", "corrupt", "truncated", "tf2_summary")
@@ -150,7 +149,8 @@ def test_charts_from_the_bucket_equal_local_charts(fixtures: Path, s3: dict[str,
 def test_export_from_the_bucket(
     fixtures: Path, s3: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq
+
     out = tmp_path / "remote.parquet"
     argv = ["export", f"s3://{BUCKET}/logs/restart", "-o", str(out)]
     for key in ("endpoint_url", "key", "secret"):

@@ -6,13 +6,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import histoscope
 from histoscope import tidy
-
-pa = pytest.importorskip("pyarrow")
-pd = pytest.importorskip("pandas")
 
 STATS = dict(zip(tidy.STAT_COLUMNS, histoscope._core.STAT_NAMES))
 
