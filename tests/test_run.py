@@ -306,3 +306,36 @@ def test_a_run_killed_mid_training_reads_back_up_to_the_last_flush(tmp_path: Pat
     assert len(series) > 5
     assert series.steps.tolist() == list(range(len(series)))
     assert all(b[:, 2].sum() == 2000 for b in series.buckets)
+
+
+FULL_DISK_CHILD = textwrap.dedent(
+    """
+    import resource, signal, sys, numpy as np, histoscope as hs
+    import histoscope.run
+    histoscope.run.FLUSH_SECONDS = 0.05
+    run = hs.init("p", run_name="full", dir=sys.argv[1])
+    # Files may not grow past 64 KiB from here on: the disk is "full".
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+    for step in range(400):
+        run.add_histogram("w", np.arange(1000.0) + step, step=step, bins=200)
+    run.finish()
+    print("training went on to the end")
+    """
+)
+
+
+def test_a_full_disk_is_a_warning_not_a_crash_or_a_hang(tmp_path: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-W", "always", "-c", FULL_DISK_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 0, child.stderr
+    assert "training went on to the end" in child.stdout
+    assert "HistoscopeWarning" in child.stderr and "cannot write" in child.stderr
+    assert child.stderr.count("HistoscopeWarning") < 5  # said once, not once per step
+    series = read_back(tmp_path / "p" / "full", "w")
+    assert 0 < len(series) < 400
+    assert series.steps.tolist() == list(range(len(series)))
