@@ -339,3 +339,20 @@ def test_a_full_disk_is_a_warning_not_a_crash_or_a_hang(tmp_path: Path) -> None:
     series = read_back(tmp_path / "p" / "full", "w")
     assert 0 < len(series) < 400
     assert series.steps.tolist() == list(range(len(series)))
+
+
+def test_an_uncaught_exception_still_flushes_at_exit(tmp_path: Path) -> None:
+    child = textwrap.dedent(
+        """
+        import sys, numpy as np, histoscope as hs
+        run = hs.init("p", run_name="crashed", dir=sys.argv[1])
+        for step in range(5):
+            run.add_histogram("w", np.arange(100.0), step=step)
+        raise RuntimeError("the training loop failed")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "the training loop failed" in done.stderr
+    assert read_back(tmp_path / "p" / "crashed", "w").steps.tolist() == [0, 1, 2, 3, 4]
