@@ -1,4 +1,4 @@
-"""Shared test setup: where the real TensorBoard fixtures live."""
+"""Shared test setup: where the real TensorBoard fixtures live (tests/fixtures)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("HISTOSCOPE_FIXTURES", REPO.parent / "shared" / "fixtures"))
+FIXTURES = Path(os.environ.get("HISTOSCOPE_FIXTURES", REPO / "tests" / "fixtures"))
 
 
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
-    """The real log directories of ../shared/fixtures, each with its TensorBoard oracle."""
+    """The real log directories of tests/fixtures, each with its TensorBoard oracle."""
     if not (FIXTURES / "README.md").is_file():
         pytest.fail(f"TensorBoard fixtures not found at {FIXTURES} (set HISTOSCOPE_FIXTURES)")
     return FIXTURES

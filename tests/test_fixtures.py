@@ -1,6 +1,6 @@
 """load_histograms against TensorBoard's own reading of real log directories.
 
-Each ../shared/fixtures/<name>.expected.json was written by TensorBoard's
+Each tests/fixtures/<name>.expected.json was written by TensorBoard's
 EventMultiplexer and histograms plugin. Where histoscope differs on purpose
 (restarts keep the newer writer, a damaged record is skipped rather than
 ending the file) the test says so and asserts our behaviour.
