@@ -3,7 +3,8 @@
 use rayon::prelude::*;
 
 use crate::logdir::Series;
-use crate::rebin::{rebin, thin_indices, Rebinned};
+use crate::rebin::{rebin, Rebinned};
+use crate::thin::thin_indices;
 
 /// One tag of one run as a ridgeline draws it.
 #[derive(Debug, Clone, PartialEq)]

@@ -175,7 +175,7 @@ fn finish(
     }
     contents.report.incomplete_tail = contents.report.incomplete_tail.map(|t| t + start);
     let report = std::mem::replace(&mut contents.report, FileReport::new(Path::new("")));
-    let (series, _) = merge_run(run, vec![contents]);
+    let series = merge_run(run, vec![contents]).series;
     Segment {
         end,
         starts,

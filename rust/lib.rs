@@ -13,11 +13,13 @@ pub mod follow;
 pub mod huge_pages;
 pub mod logdir;
 pub mod masked_crc;
+pub mod plan;
 pub mod proto;
 pub mod proto_view;
 pub mod rebin;
 pub mod report;
 pub mod tf_record;
+pub mod thin;
 pub mod wire;
 
 #[cfg(feature = "python")]

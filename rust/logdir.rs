@@ -13,6 +13,7 @@ use crate::event_file::{
     read_event_file, read_event_file_into, Entry, FileContents, Point, Sink, HISTOGRAM_PLUGIN,
 };
 use crate::huge_pages;
+use crate::plan::{plan_run, Skeleton};
 use crate::report::FileReport;
 
 /// Why a log directory could not be read at all.
@@ -77,8 +78,9 @@ impl Series {
         self.push_rows(point.step, point.wall_time, &point.buckets, point.stats);
     }
 
-    fn push_rows(&mut self, step: i64, wall_time: f64, buckets: &[f64], stats: Stats) {
-        self.purge_from(step);
+    /// Returns how many points the restart rule dropped first.
+    fn push_rows(&mut self, step: i64, wall_time: f64, buckets: &[f64], stats: Stats) -> usize {
+        let dropped = self.purge_from(step);
         self.steps.push(step);
         self.wall_times.push(wall_time);
         let capacity = self.buckets.capacity();
@@ -88,6 +90,7 @@ impl Series {
         }
         self.offsets.push(self.buckets.len() / 3);
         self.stats.push(stats);
+        dropped
     }
 
     /// Before the buckets outgrow their buffer, sizes it for the whole file as
@@ -104,17 +107,79 @@ impl Series {
         huge_pages::advise(&self.buckets);
     }
 
-    fn purge_from(&mut self, step: i64) {
+    /// Drops the points at `step` or later; returns how many.
+    fn purge_from(&mut self, step: i64) -> usize {
         let keep = self.steps.partition_point(|&s| s < step);
-        if keep == self.steps.len() {
-            return;
+        let dropped = self.steps.len() - keep;
+        if dropped > 0 {
+            self.steps.truncate(keep);
+            self.wall_times.truncate(keep);
+            self.stats.truncate(keep);
+            self.offsets.truncate(keep + 1);
+            self.buckets.truncate(3 * self.offsets[keep]);
         }
-        self.steps.truncate(keep);
-        self.wall_times.truncate(keep);
-        self.stats.truncate(keep);
-        self.offsets.truncate(keep + 1);
-        self.buckets.truncate(3 * self.offsets[keep]);
+        dropped
     }
+}
+
+/// Why arrays handed in as a series do not make one.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SeriesLayoutError {
+    #[error("wall_times has {wall_times} values for {steps} steps")]
+    WallTimes { steps: usize, wall_times: usize },
+    #[error("offsets must have one more value than steps ({want}), got {got}")]
+    OffsetsLength { want: usize, got: usize },
+    #[error("offsets must start at 0, never decrease and end at the {rows} bucket rows")]
+    Offsets { rows: usize },
+    #[error("steps must increase strictly")]
+    Steps,
+    #[error("stats must have shape ({steps}, {columns}), got ({rows}, {got_columns})")]
+    Stats {
+        steps: usize,
+        columns: usize,
+        rows: usize,
+        got_columns: usize,
+    },
+}
+
+/// Checks that arrays make a [`Series`]: one wall time and stats row per step,
+/// steps strictly increasing, offsets from 0 to `rows` never decreasing.
+pub fn check_series_layout(
+    steps: &[i64],
+    wall_times: usize,
+    rows: usize,
+    offsets: &[i64],
+    stats: (usize, usize),
+) -> Result<(), SeriesLayoutError> {
+    let n = steps.len();
+    if wall_times != n {
+        return Err(SeriesLayoutError::WallTimes {
+            steps: n,
+            wall_times,
+        });
+    }
+    if offsets.len() != n + 1 {
+        return Err(SeriesLayoutError::OffsetsLength {
+            want: n + 1,
+            got: offsets.len(),
+        });
+    }
+    let ordered = offsets.windows(2).all(|w| w[0] <= w[1]);
+    if offsets[0] != 0 || !ordered || offsets[n] != rows as i64 {
+        return Err(SeriesLayoutError::Offsets { rows });
+    }
+    if !steps.windows(2).all(|w| w[0] < w[1]) {
+        return Err(SeriesLayoutError::Steps);
+    }
+    if stats != (n, Stats::NAMES.len()) {
+        return Err(SeriesLayoutError::Stats {
+            steps: n,
+            columns: Stats::NAMES.len(),
+            rows: stats.0,
+            got_columns: stats.1,
+        });
+    }
+    Ok(())
 }
 
 /// Which runs and tags to read; `None` reads all.
@@ -133,9 +198,13 @@ pub struct Logdir {
     pub series: Vec<Series>,
     /// One report per file read, in run and file order.
     pub reports: Vec<FileReport>,
+    /// Per run read, how many histogram values a restart dropped or logged again.
+    pub superseded: BTreeMap<String, usize>,
 }
 
 /// Finds the runs under `logdir`, the root included, each with its events files in name order.
+///
+/// A path to one file is read as a log directory holding that file alone: one run, `.`.
 pub fn discover_runs(logdir: &Path) -> Result<Vec<RunFiles>, LogdirError> {
     let meta = fs::metadata(logdir).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => LogdirError::NotFound(logdir.to_path_buf()),
@@ -144,45 +213,53 @@ pub fn discover_runs(logdir: &Path) -> Result<Vec<RunFiles>, LogdirError> {
             source: e,
         },
     })?;
+    if meta.is_file() {
+        return Ok(vec![RunFiles {
+            name: ".".to_owned(),
+            files: vec![logdir.to_path_buf()],
+        }]);
+    }
     if !meta.is_dir() {
         return Err(LogdirError::NotADirectory(logdir.to_path_buf()));
     }
-    let mut runs = Vec::new();
-    walk(logdir, logdir, &mut runs)?;
-    runs.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(runs)
+    let mut listing = Vec::new();
+    walk(logdir, &mut listing)?;
+    Ok(group_runs(logdir, listing))
 }
 
-fn walk(root: &Path, dir: &Path, runs: &mut Vec<RunFiles>) -> Result<(), LogdirError> {
-    let io_error = |source| LogdirError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut files = Vec::new();
-    let mut subdirs = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_error)? {
-        let entry = entry.map_err(io_error)?;
-        // Like os.walk in TensorBoard, symlinked directories are not followed (no cycles).
-        let kind = entry.file_type().map_err(io_error)?;
-        let path = entry.path();
-        if kind.is_dir() {
-            subdirs.push(path);
-        } else if entry.file_name().to_string_lossy().contains("tfevents") && path.is_file() {
-            files.push(path);
-        }
+/// Whether a file's name marks it as an events file, as TensorBoard decides.
+pub fn is_events_file(name: &str) -> bool {
+    name.contains("tfevents")
+}
+
+/// Groups a listing of the events files under `root` into runs: a run is the
+/// directory holding them, named by its path relative to `root` (`.` for
+/// `root` itself); runs sorted by name, files by path. Local walks and remote
+/// listings both go through here, so they name runs alike.
+pub fn group_runs(root: &Path, files: Vec<PathBuf>) -> Vec<RunFiles> {
+    let mut runs: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for file in files {
+        let dir = file.parent().unwrap_or(root);
+        runs.entry(run_name(root, dir)).or_default().push(file);
     }
-    if !files.is_empty() {
-        files.sort();
-        runs.push(RunFiles {
-            name: run_name(root, dir),
-            files,
-        });
-    }
-    subdirs.sort();
-    for sub in subdirs {
-        walk(root, &sub, runs)?;
-    }
-    Ok(())
+    runs.into_iter()
+        .map(|(name, mut files)| {
+            files.sort();
+            RunFiles { name, files }
+        })
+        .collect()
+}
+
+/// [`group_runs`] of the events files among a listing of every file under `root`.
+pub fn group_listing(root: &Path, files: Vec<PathBuf>) -> Vec<RunFiles> {
+    let events = files
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .is_some_and(|name| is_events_file(&name.to_string_lossy()))
+        })
+        .collect();
+    group_runs(root, events)
 }
 
 fn run_name(root: &Path, dir: &Path) -> String {
@@ -196,6 +273,25 @@ fn run_name(root: &Path, dir: &Path) -> String {
     } else {
         parts.join("/")
     }
+}
+
+fn walk(dir: &Path, listing: &mut Vec<PathBuf>) -> Result<(), LogdirError> {
+    let io_error = |source| LogdirError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in fs::read_dir(dir).map_err(io_error)? {
+        let entry = entry.map_err(io_error)?;
+        // Like os.walk in TensorBoard, symlinked directories are not followed (no cycles).
+        let kind = entry.file_type().map_err(io_error)?;
+        let path = entry.path();
+        if kind.is_dir() {
+            walk(&path, listing)?;
+        } else if is_events_file(&entry.file_name().to_string_lossy()) && path.is_file() {
+            listing.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// Reads the selected runs of `logdir`, every events file on its own core.
@@ -267,12 +363,11 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
         })
         .collect();
     let mut per_run: Vec<Vec<FileContents>> = chosen.iter().map(|_| Vec::new()).collect();
-    let mut finished: Vec<Option<(Vec<Series>, Vec<FileReport>)>> =
-        chosen.iter().map(|_| None).collect();
+    let mut finished: Vec<Option<MergedRun>> = chosen.iter().map(|_| None).collect();
     for (i, result) in done {
         match result {
             Done::File(file) => per_run[i].push(file),
-            Done::Run(series_and_report) => finished[i] = Some(series_and_report),
+            Done::Run(merged) => finished[i] = Some(merged),
         }
     }
     let mut out = Logdir {
@@ -280,36 +375,53 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
         ..Default::default()
     };
     for ((run, files), finished) in chosen.iter().zip(per_run).zip(finished) {
-        let (series, reports) = finished.unwrap_or_else(|| merge_run(&run.name, files));
-        out.series.extend(series);
-        out.reports.extend(reports);
+        let merged = finished.unwrap_or_else(|| merge_run(&run.name, files));
+        out.add(&run.name, merged);
     }
     out
 }
 
+impl Logdir {
+    /// Adds a run's merged series and reports, the run itself already listed in `runs`.
+    pub fn add(&mut self, run: &str, merged: MergedRun) {
+        self.series.extend(merged.series);
+        self.reports.extend(merged.reports);
+        self.superseded.insert(run.to_owned(), merged.superseded);
+    }
+}
+
 enum Done {
     File(FileContents),
-    Run((Vec<Series>, Vec<FileReport>)),
+    Run(MergedRun),
 }
 
 /// Reads a run held in one file straight into its series, with no
 /// intermediate copy of the buckets: restarts are applied as records arrive.
-fn read_single_file_run(
-    run: &str,
-    path: &Path,
-    tags: Option<&HashSet<String>>,
-) -> (Vec<Series>, Vec<FileReport>) {
+fn read_single_file_run(run: &str, path: &Path, tags: Option<&HashSet<String>>) -> MergedRun {
     let mut sink = SeriesSink {
         run,
         series: BTreeMap::new(),
         confirmed: HashSet::new(),
+        purged: HashMap::new(),
         read_fraction: 0.0,
     };
     let mut plugins = HashMap::new();
-    let report = read_event_file_into(path, tags, &mut sink, &mut plugins);
+    let mut report = read_event_file_into(path, tags, &mut sink, &mut plugins);
+    report.newest = true;
     let SeriesSink {
-        series, confirmed, ..
+        series,
+        confirmed,
+        purged,
+        ..
     } = sink;
+    let is_histogram = |tag: &String| {
+        confirmed.contains(tag) || plugins.get(tag).map(String::as_str) == Some(HISTOGRAM_PLUGIN)
+    };
+    let superseded = purged
+        .iter()
+        .filter(|(tag, _)| is_histogram(tag))
+        .map(|(_, n)| n)
+        .sum();
     let series = series
         .into_values()
         .map(|mut s| {
@@ -317,13 +429,13 @@ fn read_single_file_run(
             s.buckets.shrink_to_fit();
             s
         })
-        .filter(|s| {
-            !s.is_empty()
-                && (confirmed.contains(&s.tag)
-                    || plugins.get(&s.tag).map(String::as_str) == Some(HISTOGRAM_PLUGIN))
-        })
+        .filter(|s| !s.is_empty() && is_histogram(&s.tag))
         .collect();
-    (series, vec![report])
+    MergedRun {
+        series,
+        reports: vec![report],
+        superseded,
+    }
 }
 
 /// Histogram values pushed straight into a run's series.
@@ -332,6 +444,8 @@ struct SeriesSink<'a> {
     series: BTreeMap<String, Series>,
     /// Tags with at least one value known to be a histogram when it was read.
     confirmed: HashSet<String>,
+    /// Per tag, how many values a restart dropped.
+    purged: HashMap<String, usize>,
     /// The fraction of the file read so far, to size each series' buffer once.
     read_fraction: f64,
 }
@@ -352,14 +466,22 @@ impl Sink for SeriesSink<'_> {
         }
         let series = self.series.get_mut(tag).expect("inserted above");
         series.reserve_projected(buckets.len(), self.read_fraction);
-        series.push_rows(step, wall_time, buckets, stats);
+        let dropped = series.push_rows(step, wall_time, buckets, stats);
+        if dropped > 0 {
+            *self.purged.entry(tag.to_owned()).or_default() += dropped;
+        }
         if confirmed && !self.confirmed.contains(tag) {
             self.confirmed.insert(tag.to_owned());
         }
     }
 
     fn start(&mut self, step: i64) {
-        self.series.values_mut().for_each(|s| s.purge_from(step));
+        for series in self.series.values_mut() {
+            let dropped = series.purge_from(step);
+            if dropped > 0 {
+                *self.purged.entry(series.tag.clone()).or_default() += dropped;
+            }
+        }
     }
 
     fn progress(&mut self, offset: u64, length: Option<u64>) {
@@ -369,99 +491,53 @@ impl Sink for SeriesSink<'_> {
     }
 }
 
-/// Replays one run's files in order into one series per histogram tag.
-pub fn merge_run(run: &str, files: Vec<FileContents>) -> (Vec<Series>, Vec<FileReport>) {
-    let mut plugins: HashMap<String, String> = HashMap::new();
+/// One run's series, the reports of its files, and how many values restarts superseded.
+#[derive(Debug, Default)]
+pub struct MergedRun {
+    pub series: Vec<Series>,
+    pub reports: Vec<FileReport>,
+    pub superseded: usize,
+}
+
+/// Replays one run's files in order into one series per histogram tag, under
+/// the restart rule of [`plan_run`].
+pub fn merge_run(run: &str, files: Vec<FileContents>) -> MergedRun {
+    let skeletons: Vec<Skeleton> = files.iter().map(Skeleton::from).collect();
+    let plan = plan_run(&skeletons);
     let mut series: BTreeMap<String, Series> = BTreeMap::new();
     let mut reports = Vec::with_capacity(files.len());
-    for file in files {
-        for (tag, plugin) in file.plugins {
-            plugins.entry(tag).or_insert(plugin);
-        }
-        for entry in file.entries {
-            match entry {
-                Entry::Start { step } => series.values_mut().for_each(|s| s.purge_from(step)),
-                Entry::Histogram {
-                    tag,
-                    point,
-                    confirmed,
-                } => {
-                    let plugin = plugins.get(&tag).map(String::as_str);
-                    if confirmed || plugin == Some(HISTOGRAM_PLUGIN) {
-                        series
-                            .entry(tag)
-                            .or_insert_with_key(|t| Series::new(run, t))
-                            .push(point);
-                    }
-                }
+    for (file, keep) in files.into_iter().zip(&plan.keep) {
+        for (entry, &kept) in file.entries.into_iter().zip(keep) {
+            if let (Entry::Histogram { tag, point, .. }, true) = (entry, kept) {
+                series
+                    .entry(tag)
+                    .or_insert_with_key(|t| Series::new(run, t))
+                    .push(point);
             }
         }
         reports.push(file.report);
     }
-    let series = series.into_values().filter(|s| !s.is_empty()).collect();
-    (series, reports)
-}
-
-/// Frees a file's buckets, keeping what [`surviving_entries`] needs: tags, steps, restarts.
-pub fn drop_buckets(file: &mut FileContents) {
-    for entry in &mut file.entries {
-        if let Entry::Histogram { point, .. } = entry {
-            point.buckets = Vec::new();
-        }
+    mark_newest(&mut reports);
+    MergedRun {
+        series: series.into_values().collect(),
+        reports,
+        superseded: plan.superseded,
     }
 }
 
-/// Which entries of each of a run's files (in order) survive its replay by [`merge_run`].
-///
-/// This lets a run of several files be read one file at a time with the result of
-/// reading it whole: a first pass finds the survivors (the files may have had
-/// their buckets dropped), a second reads each file again and passes it through
-/// [`keep_entries`]. Restarts in a later file can drop points of an earlier one,
-/// so no file's points are final before every file of its run has been seen.
-pub fn surviving_entries(files: Vec<FileContents>) -> Vec<Vec<bool>> {
-    let mut keep: Vec<Vec<bool>> = files.iter().map(|f| vec![false; f.entries.len()]).collect();
-    let mut marked = files;
-    for (i, file) in marked.iter_mut().enumerate() {
-        for (j, entry) in file.entries.iter_mut().enumerate() {
-            if let Entry::Histogram { point, .. } = entry {
-                // One bucket carrying where the point came from through the replay.
-                point.buckets = vec![i as f64, j as f64, 0.0];
-            }
-        }
+/// Marks the last of a run's reports as its newest file: only there can a cut-off
+/// record still be in the writing.
+fn mark_newest(reports: &mut [FileReport]) {
+    let last = reports.len().saturating_sub(1);
+    for (i, report) in reports.iter_mut().enumerate() {
+        report.newest = i == last;
     }
-    let (series, _) = merge_run("", marked);
-    for s in &series {
-        for k in 0..s.len() {
-            let origin = s.step_buckets(k);
-            keep[origin[0] as usize][origin[1] as usize] = true;
-        }
-    }
-    keep
-}
-
-/// Keeps only the entries of `file` that `keep` marks, as found by
-/// [`surviving_entries`]: merged alone, the file then gives exactly its share of
-/// its run. Entries past the end of `keep` (a file that grew since) are dropped.
-pub fn keep_entries(file: &mut FileContents, keep: &[bool]) {
-    let entries = std::mem::take(&mut file.entries);
-    file.entries = entries
-        .into_iter()
-        .zip(keep)
-        .filter_map(|(entry, &kept)| match entry {
-            // Already checked against the whole run: no more plugin or restart decisions.
-            Entry::Histogram { tag, point, .. } if kept => Some(Entry::Histogram {
-                tag,
-                point,
-                confirmed: true,
-            }),
-            _ => None,
-        })
-        .collect();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::keep_entries;
 
     fn point(step: i64, count: f64) -> Point {
         Point {
@@ -491,7 +567,7 @@ mod tests {
     fn step_going_back_drops_the_older_values_from_there_on() {
         let first = file((0..5).map(|s| histogram("h", s, 1.0)).collect());
         let second = file((3..7).map(|s| histogram("h", s, 2.0)).collect());
-        let (series, _) = merge_run("r", vec![first, second]);
+        let series = merge_run("r", vec![first, second]).series;
         assert_eq!(series[0].steps, vec![0, 1, 2, 3, 4, 5, 6]);
         let counts: Vec<f64> = (0..7).map(|i| series[0].step_buckets(i)[2]).collect();
         assert_eq!(counts, vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]);
@@ -508,7 +584,7 @@ mod tests {
             Entry::Start { step: 5 },
             histogram("a", 7, 3.0),
         ];
-        let (series, _) = merge_run("r", vec![file(entries)]);
+        let series = merge_run("r", vec![file(entries)]).series;
         assert_eq!(series[0].steps, vec![0, 7]);
         assert_eq!(series[1].steps, vec![0]);
     }
@@ -528,12 +604,39 @@ mod tests {
             unconfirmed("s"),
             unconfirmed("unknown"),
         ]);
-        let (series, _) = merge_run("r", vec![first, second]);
+        let series = merge_run("r", vec![first, second]).series;
         assert_eq!(series.len(), 1);
         assert_eq!(
             (series[0].tag.as_str(), series[0].steps.clone()),
             ("h", vec![0, 1])
         );
+    }
+
+    #[test]
+    fn series_layouts_are_checked() {
+        let ok = check_series_layout(&[0, 2], 2, 3, &[0, 1, 3], (2, Stats::NAMES.len()));
+        assert_eq!(ok, Ok(()));
+        let stats = (2, Stats::NAMES.len());
+        assert_eq!(
+            check_series_layout(&[0, 2], 2, 3, &[0, 3, 1], stats),
+            Err(SeriesLayoutError::Offsets { rows: 3 })
+        );
+        assert_eq!(
+            check_series_layout(&[2, 2], 2, 3, &[0, 1, 3], stats),
+            Err(SeriesLayoutError::Steps)
+        );
+        assert!(matches!(
+            check_series_layout(&[0, 2], 1, 3, &[0, 1, 3], stats),
+            Err(SeriesLayoutError::WallTimes { .. })
+        ));
+        assert!(matches!(
+            check_series_layout(&[0, 2], 2, 3, &[0, 3], stats),
+            Err(SeriesLayoutError::OffsetsLength { .. })
+        ));
+        assert!(matches!(
+            check_series_layout(&[0, 2], 2, 3, &[0, 1, 3], (2, 1)),
+            Err(SeriesLayoutError::Stats { .. })
+        ));
     }
 
     #[test]
@@ -559,16 +662,41 @@ mod tests {
             discover_runs(&root.join("nope")),
             Err(LogdirError::NotFound(_))
         ));
-        let file_path = root.join("a/notes.txt");
-        assert!(matches!(
-            discover_runs(&file_path),
-            Err(LogdirError::NotADirectory(_))
-        ));
+        let file_path = root.join("a/events.out.tfevents.1");
+        let alone = discover_runs(&file_path).unwrap();
+        assert_eq!(
+            alone,
+            vec![RunFiles {
+                name: ".".into(),
+                files: vec![file_path]
+            }]
+        );
         fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
-    fn files_read_one_by_one_through_survivors_equal_the_whole_run() {
+    fn a_remote_listing_groups_as_a_walk_does() {
+        let listing = [
+            "bucket/logs/b/events.out.tfevents.2",
+            "bucket/logs/events.out.tfevents.9",
+            "bucket/logs/b/events.out.tfevents.1",
+            "bucket/logs/b/notes.txt",
+            "bucket/logs/a/c/x.tfevents.z",
+        ];
+        let runs = group_listing(
+            Path::new("bucket/logs"),
+            listing.iter().map(PathBuf::from).collect(),
+        );
+        let names: Vec<(&str, usize)> = runs
+            .iter()
+            .map(|r| (r.name.as_str(), r.files.len()))
+            .collect();
+        assert_eq!(names, vec![(".", 1), ("a/c", 1), ("b", 2)]);
+        assert!(runs[2].files[0].ends_with("events.out.tfevents.1"));
+    }
+
+    #[test]
+    fn files_read_one_by_one_through_the_plan_equal_the_whole_run() {
         let unconfirmed = |tag: &str, step| Entry::Histogram {
             tag: tag.into(),
             point: point(step, 9.0),
@@ -593,10 +721,9 @@ mod tests {
             let third = file(vec![histogram("a", 2, 3.0), histogram("a", 3, 3.0)]);
             vec![first, second, third]
         };
-        let (whole, _) = merge_run("r", make());
-        let mut skeletons = make();
-        skeletons.iter_mut().for_each(drop_buckets);
-        let keep = surviving_entries(skeletons);
+        let whole = merge_run("r", make()).series;
+        let skeletons: Vec<Skeleton> = make().iter().map(Skeleton::from).collect();
+        let keep = plan_run(&skeletons).keep;
         assert_eq!(
             keep,
             vec![
@@ -608,7 +735,7 @@ mod tests {
         let mut pieces: BTreeMap<String, Series> = BTreeMap::new();
         for (mut f, keep) in make().into_iter().zip(&keep) {
             keep_entries(&mut f, keep);
-            for s in merge_run("r", vec![f]).0 {
+            for s in merge_run("r", vec![f]).series {
                 let whole = pieces
                     .entry(s.tag.clone())
                     .or_insert_with(|| Series::new("r", &s.tag));

@@ -1,19 +1,4 @@
-//! Thinning a series' steps and counting every kept step again in one set of equal bins.
-
-/// At most `max_steps` indices into `n` steps, evenly spaced, always the first and the last.
-///
-/// `None` keeps every step. Index `i` of `m` is `round(i * (n - 1) / (m - 1))`,
-/// computed in integers so that the choice is exact and reproducible.
-pub fn thin_indices(n: usize, max_steps: Option<usize>) -> Vec<usize> {
-    let m = max_steps.map_or(n, |m| m.min(n));
-    match m {
-        0 => Vec::new(),
-        1 => vec![n - 1],
-        _ => (0..m)
-            .map(|i| (2 * i * (n - 1) + (m - 1)) / (2 * (m - 1)))
-            .collect(),
-    }
-}
+//! Counting every step of a series again in one set of equal bins.
 
 /// Every step's counts in the same `bins` equal bins.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,17 +151,6 @@ impl Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thinning_keeps_first_and_last_evenly() {
-        assert_eq!(thin_indices(10, Some(4)), vec![0, 3, 6, 9]);
-        assert_eq!(thin_indices(5, Some(51)), vec![0, 1, 2, 3, 4]);
-        assert_eq!(thin_indices(5, None), vec![0, 1, 2, 3, 4]);
-        assert_eq!(thin_indices(1000, Some(2)), vec![0, 999]);
-        assert_eq!(thin_indices(0, Some(3)), Vec::<usize>::new());
-        assert_eq!(thin_indices(7, Some(3)), vec![0, 3, 6]);
-        assert_eq!(thin_indices(6, Some(4)), vec![0, 2, 3, 5]);
-    }
 
     #[test]
     fn counts_are_shared_by_overlap() {

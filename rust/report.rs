@@ -102,6 +102,8 @@ pub struct FileReport {
     pub incomplete_tail: Option<u64>,
     /// Why reading stopped early, when it did.
     pub error: Option<String>,
+    /// Whether this is its run's newest file, the only one a writer may still be writing.
+    pub newest: bool,
 }
 
 impl FileReport {
@@ -149,6 +151,24 @@ impl FileReport {
     }
 }
 
+impl FileReport {
+    /// What a record cut off at the end means, when there is one: a file still
+    /// being written, or, for a run's older file, one its writer left unfinished
+    /// when it moved on to a newer file.
+    pub fn tail_note(&self) -> Option<String> {
+        let offset = self.incomplete_tail?;
+        let path = self.path.display();
+        Some(if self.newest {
+            format!("incomplete last record (still being written?): {path} at byte {offset}")
+        } else {
+            format!(
+                "cut short at byte {offset}: {path} (the writer moved on to a newer file; \
+                 the rest of this one was never written)"
+            )
+        })
+    }
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -172,6 +192,26 @@ mod tests {
             "run/events.out.tfevents.1: skipped 2 damaged records (bytes 3852-4224: record data \
              checksum mismatch; bytes 5000-5040: damaged length header, skipped to the next intact record)"
         );
+    }
+
+    #[test]
+    fn only_the_newest_file_may_still_be_written() {
+        let mut report = FileReport {
+            incomplete_tail: Some(10),
+            newest: true,
+            ..FileReport::new(Path::new("f"))
+        };
+        assert_eq!(
+            report.tail_note().unwrap(),
+            "incomplete last record (still being written?): f at byte 10"
+        );
+        report.newest = false;
+        assert!(report
+            .tail_note()
+            .unwrap()
+            .contains("moved on to a newer file"));
+        report.incomplete_tail = None;
+        assert_eq!(report.tail_note(), None);
     }
 
     #[test]
