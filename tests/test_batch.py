@@ -98,7 +98,7 @@ def test_bad_logdir_lists_are_refused(fixtures: Path, tmp_path: Path) -> None:
         histoscope.load_histograms([fixtures / "nested", fixtures / "nested" / "a"])
     with pytest.raises(FileNotFoundError, match="no log directory matches"):
         histoscope.load_histograms(str(tmp_path / "nothing*"))
-    with pytest.raises(FileNotFoundError, match="not a directory"):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
         histoscope.load_histograms([fixtures / "nested", tmp_path / "nope"])
     with pytest.raises(ValueError, match="at least one"):
         histoscope.load_histograms([])

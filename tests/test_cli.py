@@ -34,4 +34,40 @@ def test_ls_runs_without_histograms_and_missing_dir(fixtures: Path, tmp_path: Pa
     out = run_cli("ls", str(fixtures / "scalars_only"))
     assert out.stdout.strip() == "run train: no histograms"
     missing = run_cli("ls", str(tmp_path / "nope"))
-    assert missing.returncode == 2 and "not a directory" in missing.stderr
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_ls_counts_steps_superseded_by_a_restart(fixtures: Path) -> None:
+    # Each restart run logs steps 10-19 twice; the second writer's copies win.
+    out = run_cli("ls", str(fixtures / "restart"))
+    assert out.returncode == 0, out.stderr
+    assert "run train: 1 histogram tag; 10 steps superseded by a restart" in out.stdout
+    assert "run with_purge_step: 1 histogram tag; 10 steps superseded by a restart" in out.stdout
+
+
+def test_ls_says_an_older_file_cut_short_was_left_by_its_writer(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    (cut,) = (fixtures / "truncated" / "cut").glob("*tfevents*")
+    (whole,) = (fixtures / "truncated" / "intact").glob("*tfevents*")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / f"{cut.name}.0").write_bytes(cut.read_bytes())
+    (run / f"{whole.name}.1").write_bytes(whole.read_bytes())
+    out = run_cli("ls", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "still being written" not in out.stdout
+    assert f"cut short at byte 7992: {run / cut.name}.0 (the writer moved on to a newer file" in (
+        out.stdout
+    )
+    # The newest file of the same run, cut short, may still be being written.
+    (run / f"{whole.name}.1").rename(run / f"{whole.name}.-1")
+    out = run_cli("ls", str(tmp_path))
+    assert "incomplete last record (still being written?)" in out.stdout
+
+
+def test_ls_exit_statuses(fixtures: Path, tmp_path: Path) -> None:
+    assert run_cli("ls", str(fixtures / "keras_fit")).returncode == 0
+    assert run_cli("ls", str(tmp_path / "nope")).returncode == 2
+    assert run_cli("no-such-command").returncode == 2
+    assert run_cli().returncode == 2

@@ -55,7 +55,9 @@ def test_chart_counts_equal_rebinned_stored_buckets(fixtures: Path) -> None:
     (chart,) = histoscope.read_tensorboard_histograms(
         logdir, tags=["linear/weight"], runs=["run_a"], bins=17, max_steps=None
     )
-    edges, counts, _, _ = _core.rebin(series.buckets, 17)
+    rebinned = _core.rebin(series.buckets, 17)
+    edges = rebinned.edges
+    counts = rebinned.counts
     np.testing.assert_array_equal(chart.edges, edges)
     np.testing.assert_array_equal(chart.counts, counts)
     np.testing.assert_allclose(
@@ -113,13 +115,33 @@ def test_bad_arguments(fixtures: Path, kwargs: dict, error: type, match: str) ->
 
 
 def test_missing_logdir_and_bad_type(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="not a directory"):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
         histoscope.read_tensorboard_histograms(tmp_path / "nope")
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(FileNotFoundError):
-        histoscope.load_histograms(tmp_path / "file")
     with pytest.raises(TypeError, match="logdir must be a path"):
         histoscope.load_histograms(42)  # type: ignore[arg-type]
+
+
+def test_a_path_to_one_events_file_reads_as_one_run(fixtures: Path) -> None:
+    # As TensorBoard's EventAccumulator and tbparse take a file: one run, named ".".
+    (path,) = (fixtures / "torch_writer" / "run_a").glob("*tfevents*")
+    whole = histoscope.load_histograms(fixtures / "torch_writer", runs=["run_a"])
+    alone = histoscope.load_histograms(path)
+    assert alone.keys() == whole.keys()
+    for tag, by_run in alone.items():
+        assert list(by_run) == ["."]
+        np.testing.assert_array_equal(by_run["."].flat_buckets, whole[tag]["run_a"].flat_buckets)
+    charts = histoscope.read_tensorboard_histograms(str(path))
+    assert {chart.run for chart in charts} == {"."}
+    assert len(charts) == len(whole)
+
+
+def test_a_file_that_is_no_events_file_reads_as_nothing(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_bytes(b"x" * 40)
+    with pytest.warns(HistoscopeWarning) as caught:
+        assert histoscope.load_histograms(tmp_path / "notes.txt") == {}
+    assert [w.category for w in caught] == [DamagedFileWarning, HistoscopeWarning]
+    assert "notes.txt: skipped" in str(caught[0].message)
+    assert "no histograms found" in str(caught[1].message)
 
 
 def test_absent_tags_runs_and_histograms_warn(fixtures: Path) -> None:
@@ -136,25 +158,49 @@ def test_absent_tags_runs_and_histograms_warn(fixtures: Path) -> None:
 
 
 def test_nonfinite_buckets_are_left_out_with_a_warning(fixtures: Path) -> None:
-    with pytest.warns(HistoscopeWarning, match="150 buckets with NaN or infinite edges"):
-        (chart,) = histoscope.read_tensorboard_histograms(
+    # TensorFlow wrote NaN edges and no counts: nothing is left to chart, and maidr
+    # leaves such a chart out.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        charts = histoscope.read_tensorboard_histograms(
             fixtures / "tf2_edge", tags=["edge/with_nan"]
         )
-    assert np.isfinite(chart.edges).all()
-    assert chart.counts.sum() == 0
+    assert charts == []
+    assert [str(w.message) for w in caught] == [
+        "'edge/with_nan' (edge): 150 buckets with NaN or infinite edges or counts (holding 0"
+        " values) were left out of the chart",
+        "every histogram of 'edge/with_nan' in run 'edge' is empty (no buckets, or every count"
+        " zero); it is left out",
+    ]
+
+
+def test_an_empty_histogram_is_left_out_as_maidr_does(fixtures: Path) -> None:
+    with pytest.warns(HistoscopeWarning, match="'edge/empty' in run 'edge' is empty"):
+        charts = histoscope.read_tensorboard_histograms(
+            fixtures / "tf2_edge", tags=["edge/empty", "edge/constant"]
+        )
+    assert [chart.tag for chart in charts] == ["edge/constant"]
+
+
+def test_steps_are_thinned_to_maidrs_choice() -> None:
+    # maidr keeps unique(round(linspace(0, n - 1, max_steps))): 0, 4 and 9 of 10 steps.
+    assert _core.thin_indices(10, 3).tolist() == [0, 4, 9]
+    for n in range(1, 80):
+        for m in range(2, 60):
+            want = np.unique(np.round(np.linspace(0, n - 1, m))).astype(np.int64)
+            np.testing.assert_array_equal(_core.thin_indices(n, m), want)
 
 
 def test_edge_histograms_chart_sensibly(fixtures: Path) -> None:
     charts = {
         c.tag: c
         for c in histoscope.read_tensorboard_histograms(
-            fixtures / "tf2_edge", tags=["edge/constant", "edge/empty", "edge/huge_1e30"]
+            fixtures / "tf2_edge", tags=["edge/constant", "edge/huge_1e30"]
         )
     }
     constant = charts["edge/constant"]
     np.testing.assert_array_equal(constant.counts.sum(axis=1), 100)
     assert constant.edges[0] == 1.5 and constant.edges[-1] == 5.5  # the values of steps 0 and 4
-    assert charts["edge/empty"].counts.sum() == 0
     assert np.isfinite(charts["edge/huge_1e30"].edges).all()
 
 

@@ -45,7 +45,10 @@ def reference_rebin(steps: list[np.ndarray], edges: np.ndarray) -> np.ndarray:
 @settings(max_examples=300, deadline=None)
 @given(steps_strategy, st.integers(1, 64))
 def test_counts_are_preserved_and_bins_shared(steps: list[np.ndarray], bins: int) -> None:
-    edges, counts, lost, _ = _core.rebin(steps, bins)
+    rebinned = _core.rebin(steps, bins)
+    edges = rebinned.edges
+    counts = rebinned.counts
+    lost = rebinned.nonfinite_buckets
     assert lost == 0
     assert edges.shape == (bins + 1,) and counts.shape == (len(steps), bins)
     assert np.all(np.diff(edges) > 0)
@@ -60,7 +63,9 @@ def test_counts_are_preserved_and_bins_shared(steps: list[np.ndarray], bins: int
 @settings(max_examples=300, deadline=None)
 @given(steps_strategy, st.integers(1, 40))
 def test_matches_the_plain_overlap_rule(steps: list[np.ndarray], bins: int) -> None:
-    edges, counts, _, _ = _core.rebin(steps, bins)
+    rebinned = _core.rebin(steps, bins)
+    edges = rebinned.edges
+    counts = rebinned.counts
     np.testing.assert_allclose(counts, reference_rebin(steps, edges), rtol=1e-9, atol=1e-6)
 
 
@@ -68,13 +73,15 @@ def test_matches_the_plain_overlap_rule(steps: list[np.ndarray], bins: int) -> N
 @given(st.integers(1, 50), st.data())
 def test_a_bucket_inside_one_bin_stays_in_that_bin(bins: int, data) -> None:
     frame = np.array([[0.0, 0.0, 1.0], [10.0, 10.0, 1.0]])  # fixes the span to 0..10
-    edges, _, _, _ = _core.rebin([frame], bins)
+    rebinned = _core.rebin([frame], bins)
+    edges = rebinned.edges
     j = data.draw(st.integers(0, bins - 1))
     lo, hi = edges[j], edges[j + 1]
     a = data.draw(st.floats(lo, hi, exclude_max=True))  # [hi, hi] belongs to bin j + 1
     b = data.draw(st.floats(a, hi))
     inner = np.array([[a, b, 7.0]])
-    _, counts, _, _ = _core.rebin([frame, inner], bins)
+    rebinned = _core.rebin([frame, inner], bins)
+    counts = rebinned.counts
     assert counts[1, j] == 7.0
     assert counts[1].sum() == 7.0
 
@@ -93,6 +100,9 @@ def test_thinning_is_even_and_keeps_the_ends(n: int, max_steps) -> None:
 
 def test_nonfinite_buckets_are_counted_not_binned() -> None:
     step = np.array([[np.nan, 1.0, 3.0], [0.0, 1.0, 2.0], [-np.inf, 0.0, 4.0]])
-    edges, counts, lost, lost_count = _core.rebin([step], 2)
+    rebinned = _core.rebin([step], 2)
+    counts = rebinned.counts
+    lost = rebinned.nonfinite_buckets
+    lost_count = rebinned.nonfinite_count
     assert (lost, lost_count) == (2, 7.0)
     assert counts.tolist() == [[1.0, 1.0]]

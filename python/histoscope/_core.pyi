@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -11,45 +12,96 @@ from typing_extensions import Self, final
 STAT_NAMES: list[str]
 BASIS_POINTS: list[int]
 
-_Report = tuple[str, str, bool, int | None]
-_Series = tuple[
-    str,
-    str,
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-]
-_Chart = tuple[
-    str,
-    str,
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    int,
-    float,
-]
-
 _Logdirs = str | os.PathLike[str] | list[tuple[str, str | os.PathLike[str]]]
+_F64 = npt.NDArray[np.float64]
+_I64 = npt.NDArray[np.int64]
+
+@final
+class SeriesRecord:
+    run: Final[str]
+    tag: Final[str]
+    steps: Final[_I64]
+    wall_times: Final[_F64]
+    buckets: Final[_F64]
+    offsets: Final[_I64]
+    stats: Final[_F64]
+    def __new__(
+        cls,
+        run: str,
+        tag: str,
+        steps: _I64,
+        wall_times: _F64,
+        buckets: _F64,
+        offsets: _I64,
+        stats: _F64,
+    ) -> Self: ...
+
+@final
+class ChartRecord:
+    run: Final[str]
+    tag: Final[str]
+    steps: Final[_I64]
+    wall_times: Final[_F64]
+    edges: Final[_F64]
+    counts: Final[_F64]
+    nonfinite_buckets: Final[int]
+    nonfinite_count: Final[float]
+
+@final
+class RebinRecord:
+    edges: Final[_F64]
+    counts: Final[_F64]
+    nonfinite_buckets: Final[int]
+    nonfinite_count: Final[float]
+
+@final
+class FileReport:
+    path: Final[str]
+    summary: Final[str]
+    has_problems: Final[bool]
+    incomplete_tail: Final[int | None]
+    newest: Final[bool]
+    tail_note: Final[str | None]
+
+@final
+class LogdirRecord:
+    runs: Final[list[str]]
+    series: Final[list[SeriesRecord]]
+    reports: Final[list[FileReport]]
+    superseded: Final[dict[str, int]]
+
+@final
+class ChartsRecord:
+    runs: Final[list[str]]
+    charts: Final[list[ChartRecord]]
+    reports: Final[list[FileReport]]
+    superseded: Final[dict[str, int]]
+
+@final
+class MergedRecord:
+    series: Final[list[SeriesRecord]]
+    reports: Final[list[FileReport]]
+    superseded: Final[int]
+
+@final
+class RunFiles:
+    name: Final[str]
+    files: Final[list[str]]
 
 def load_histograms(
     logdir: _Logdirs,
     runs: list[str] | None = None,
     tags: list[str] | None = None,
-) -> tuple[list[str], list[_Series], list[_Report]]: ...
+) -> LogdirRecord: ...
 def read_charts(
     logdir: _Logdirs,
     bins: int,
     max_steps: int | None,
     runs: list[str] | None = None,
     tags: list[str] | None = None,
-) -> tuple[list[str], list[_Chart], list[_Report]]: ...
-def rebin(
-    steps: list[npt.NDArray[np.float64]], bins: int
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int, float]: ...
-def thin_indices(n: int, max_steps: int | None) -> npt.NDArray[np.int64]: ...
+) -> ChartsRecord: ...
+def rebin(steps: list[_F64], bins: int) -> RebinRecord: ...
+def thin_indices(n: int, max_steps: int | None) -> _I64: ...
 def histogram(
     values: npt.NDArray[np.generic],
     bins: int | None = None,
@@ -67,8 +119,6 @@ def histogram(
 @final
 class DecodedFile:
     def __len__(self) -> int: ...
-    def drop_buckets(self) -> None: ...
-    def keep(self, keep: npt.NDArray[np.bool_]) -> None: ...
 
 @final
 class EventStream:
@@ -77,19 +127,56 @@ class EventStream:
     def finish(self) -> DecodedFile: ...
 
 def decode_file(path: str | os.PathLike[str], tags: list[str] | None = None) -> DecodedFile: ...
-def merge_files(run: str, files: list[DecodedFile]) -> tuple[list[_Series], list[_Report]]: ...
-def surviving_entries(files: list[DecodedFile]) -> list[npt.NDArray[np.bool_]]: ...
-def discover_runs(logdir: str | os.PathLike[str]) -> list[tuple[str, list[os.PathLike[str]]]]: ...
+def merge_files(run: str, files: list[DecodedFile]) -> MergedRecord: ...
+def discover_runs(logdir: str | os.PathLike[str]) -> list[RunFiles]: ...
+def group_runs(root: str, files: list[str]) -> list[RunFiles]: ...
 
-_Segment = tuple[int, list[int], list[_Series], _Report, dict[str, str]]
-_StepIndex = tuple[
-    str,
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-]
-_SegmentIndex = tuple[int, list[int], list[_StepIndex], _Report, dict[str, str]]
+@final
+class RunSet:
+    def __new__(cls, runs: list[str]) -> Self: ...
+    def add(self, run: str, files: list[DecodedFile]) -> None: ...
+    def load(self) -> LogdirRecord: ...
+    def charts(self, bins: int, max_steps: int | None) -> ChartsRecord: ...
+
+@final
+class RunPlanner:
+    def __new__(cls) -> Self: ...
+    def add(self, file: DecodedFile) -> None: ...
+    def finish(self) -> RunPlan: ...
+
+@final
+class RunPlan:
+    def __new__(cls, keep: list[list[bool]], superseded: int) -> Self: ...
+    def __len__(self) -> int: ...
+    @property
+    def superseded(self) -> int: ...
+    def keep(self, index: int) -> list[bool]: ...
+    def share(self, run: str, index: int, file: DecodedFile) -> MergedRecord: ...
+    def __reduce__(self) -> tuple[type[RunPlan], tuple[list[list[bool]], int]]: ...
+
+@final
+class SegmentRecord:
+    end: Final[int]
+    starts: Final[list[int]]
+    series: Final[list[SeriesRecord]]
+    report: Final[FileReport]
+    plugins: Final[dict[str, str]]
+
+@final
+class StepIndexRecord:
+    tag: Final[str]
+    steps: Final[_I64]
+    wall_times: Final[_F64]
+    stats: Final[_F64]
+    percentiles: Final[_F64]
+
+@final
+class SegmentIndexRecord:
+    end: Final[int]
+    starts: Final[list[int]]
+    series: Final[list[StepIndexRecord]]
+    report: Final[FileReport]
+    plugins: Final[dict[str, str]]
 
 def index_segment(
     run: str,
@@ -97,7 +184,7 @@ def index_segment(
     start: int,
     max_bytes: int,
     plugins: dict[str, str],
-) -> _SegmentIndex: ...
+) -> SegmentIndexRecord: ...
 def read_segment(
     run: str,
     path: str | os.PathLike[str],
@@ -105,7 +192,7 @@ def read_segment(
     max_bytes: int,
     plugins: dict[str, str],
     tags: list[str] | None = None,
-) -> _Segment: ...
+) -> SegmentRecord: ...
 
 @final
 class EventFileWriter:

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from . import _core
+
 __all__ = ["TensorBoardChart"]
 
 
@@ -53,7 +55,11 @@ class TensorBoardChart:
         counts_ = _frozen(counts, np.float64, 2, "counts")
         if len(wall_times_) != len(steps_):
             raise ValueError("wall_times must have one value per step")
-        if counts_.shape != (len(steps_), max(len(edges_) - 1, 0)):
+        if len(edges_) < 2 or not bool(np.all(np.diff(edges_) > 0)):
+            raise ValueError(
+                f"edges must be at least 2 strictly increasing values, got {edges_.tolist()[:8]}"
+            )
+        if counts_.shape != (len(steps_), len(edges_) - 1):
             raise ValueError(
                 f"counts must have shape (steps, bins) = ({len(steps_)}, {len(edges_) - 1}),"
                 f" got {counts_.shape}"
@@ -67,6 +73,18 @@ class TensorBoardChart:
             ("_counts", counts_),
         ):
             object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_record(cls, record: _core.ChartRecord) -> TensorBoardChart:
+        """The chart of a native record, as `read_tensorboard_histograms` makes them."""
+        return cls(
+            tag=record.tag,
+            run=record.run,
+            steps=record.steps,
+            wall_times=record.wall_times,
+            edges=record.edges,
+            counts=record.counts,
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TensorBoardChart is immutable")

@@ -17,29 +17,38 @@ __all__ = ["main"]
 def _list_logdir(logdir: str, out: TextIO) -> int:
     """Prints each run, its histogram tags with their steps, and what was skipped."""
     path = _check_logdir(logdir)
-    runs, series, reports = _core.load_histograms(path)
-    by_run: dict[str, list[tuple[str, int, int, int]]] = {run: [] for run in runs}
-    for run, tag, steps, *_ in series:
-        by_run[run].append((tag, int(steps[0]), int(steps[-1]), len(steps)))
-    if not runs:
+    loaded = _core.load_histograms(path)
+    by_run: dict[str, list[_core.SeriesRecord]] = {run: [] for run in loaded.runs}
+    for series in loaded.series:
+        by_run[series.run].append(series)
+    if not loaded.runs:
         print(f"no runs (no events files) under {path}", file=out)
     for run, tags in by_run.items():
-        kind = (
-            f"{len(tags)} histogram tag{'s' if len(tags) != 1 else ''}" if tags else "no histograms"
-        )
+        kind = f"{len(tags)} histogram tag{_s(len(tags))}" if tags else "no histograms"
+        superseded = loaded.superseded.get(run, 0)
+        if superseded:
+            kind += f"; {superseded} step{_s(superseded)} superseded by a restart"
         print(f"run {run}: {kind}", file=out)
-        width = max((len(t[0]) for t in tags), default=0)
-        for tag, first, last, count in tags:
-            print(f"  {tag:<{width}}  steps {first}..{last} ({count} steps)", file=out)
-    damaged = [summary for _, summary, problems, _ in reports if problems]
-    tails = [(p, tail) for p, _, _, tail in reports if tail is not None]
+        width = max((len(s.tag) for s in tags), default=0)
+        for s in tags:
+            steps = s.steps
+            print(
+                f"  {s.tag:<{width}}  steps {steps[0]}..{steps[-1]} ({len(steps)} steps)",
+                file=out,
+            )
+    damaged = [report.summary for report in loaded.reports if report.has_problems]
     if damaged:
         print("skipped as damaged:", file=out)
         for summary in damaged:
             print(f"  {summary}", file=out)
-    for file, offset in tails:
-        print(f"incomplete last record (still being written?): {file} at byte {offset}", file=out)
+    for report in loaded.reports:
+        if report.tail_note:
+            print(report.tail_note, file=out)
     return 0
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
 
 
 def _export(args: argparse.Namespace) -> int:

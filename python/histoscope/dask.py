@@ -15,8 +15,8 @@ everywhere in histoscope; ``histoscope ls`` or ``histoscope export`` list them.
 Restarts: a later file of a run can drop steps written by an earlier one (the
 run restarted from a checkpoint), so a file's rows are not final on their own.
 For a run of several files one task first reads all of them for their steps
-alone (no buckets) and finds which values survive; each file's partition then
-keeps only those. The result is row for row that of
+alone (no buckets) and the core plans which values survive; each file's
+partition then keeps only those. The result is row for row that of
 ``histoscope.to_pandas(histoscope.load_histograms(...))``. Runs of one file,
 the common case, are read once.
 """
@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .export import file_share, surviving_entries
+from . import _core
+from .export import file_share, plan_run
 from .reader import Logdirs, _names
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
-from .tidy import table_of_parts
+from .tidy import table_of_records
 
 if TYPE_CHECKING:
     import dask.dataframe
@@ -73,9 +74,9 @@ def load_histograms(
         if len(run.files) == 1:
             partitions.append(delayed(_single_file_frame)(run, tag_list))
             continue
-        keep = delayed(surviving_entries)(run, tag_list)
+        plan = delayed(plan_run)(run, tag_list)
         partitions.extend(
-            delayed(_file_share_frame)(run.name, file, keep, i, tag_list)
+            delayed(_file_share_frame)(run.name, plan, i, file, tag_list)
             for i, file in enumerate(run.files)
         )
     if not partitions:
@@ -84,25 +85,21 @@ def load_histograms(
 
 
 def _single_file_frame(run: RunRef, tags: list[str] | None) -> pandas.DataFrame:
-    from . import _core
-
     (file,) = run.files
-    series, _reports = _core.merge_files(run.name, [file.decode(tags)])
-    return _frame(series)
+    return _frame(_core.merge_files(run.name, [file.decode(tags)]).series)
 
 
 def _file_share_frame(
-    run: str, file: EventFileRef, keep: list[Any], index: int, tags: list[str] | None
+    run: str, plan: _core.RunPlan, index: int, file: EventFileRef, tags: list[str] | None
 ) -> pandas.DataFrame:
-    series, _reports = file_share(run, file, keep[index], tags)
-    return _frame(series)
+    return _frame(file_share(run, plan, index, file, tags).series)
 
 
-def _frame(series: list) -> pandas.DataFrame:
+def _frame(series: list[_core.SeriesRecord]) -> pandas.DataFrame:
     """The partition's rows; bucket lists stay Arrow-backed, as Dask would otherwise take
     an object column for text and convert it (its ``dataframe.convert-string`` setting)."""
     import pandas as pd
 
-    table = table_of_parts(series)
+    table = table_of_records(series)
     lists = {table.schema.field(c).type for c in ("left", "right", "count")}
     return table.to_pandas(types_mapper=lambda t: pd.ArrowDtype(t) if t in lists else None)

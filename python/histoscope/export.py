@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from . import _core
 from .reader import Logdirs, _names
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
-from .tidy import STAT_COLUMNS, SeriesParts, schema, table_of_parts
+from .tidy import STAT_COLUMNS, schema, table_of_records
 
 __all__ = ["ExportSummary", "export_parquet"]
 
@@ -46,6 +46,10 @@ class ExportSummary:
     damaged: list[str] = field(default_factory=list)
     #: (file, byte offset) of each file whose last record was cut off (still being written?).
     incomplete: list[tuple[str, int]] = field(default_factory=list)
+    #: One line per such file, saying what the cut means (see `FileReport.tail_note`).
+    tail_notes: list[str] = field(default_factory=list)
+    #: Per run, how many histogram values a restart dropped or logged again.
+    superseded: dict[str, int] = field(default_factory=dict)
 
 
 class Progress:
@@ -109,18 +113,21 @@ def export_parquet(
             use_dictionary=["run", "tag"],
             write_statistics=list(_STATISTICS),
         ) as writer:
-            for file, parts, reports in _read_file_by_file(chosen, tag_list):
-                if parts:
-                    table = table_of_parts(parts)
+            for run, file, merged in _read_file_by_file(chosen, tag_list):
+                if merged.series:
+                    table = table_of_records(merged.series)
                     writer.write_table(table)
                     summary.rows += table.num_rows
                 summary.files += 1
                 summary.bytes_read += _size(file)
-                for path, line, has_problems, tail in reports:
-                    if has_problems:
-                        summary.damaged.append(line)
-                    if tail is not None:
-                        summary.incomplete.append((path, tail))
+                if merged.superseded:
+                    summary.superseded[run] = merged.superseded
+                for report in merged.reports:
+                    if report.has_problems:
+                        summary.damaged.append(report.summary)
+                    if report.incomplete_tail is not None and report.tail_note:
+                        summary.incomplete.append((report.path, report.incomplete_tail))
+                        summary.tail_notes.append(report.tail_note)
                 if bar:
                     bar.update(summary)
         os.replace(partial_path, out)
@@ -132,31 +139,32 @@ def export_parquet(
     return summary
 
 
-def surviving_entries(run: RunRef, tags: list[str] | None) -> list[Any]:
-    """For each file of a run of several, which of its entries survive the run's restarts."""
-    skeletons = []
+def plan_run(run: RunRef, tags: list[str] | None) -> _core.RunPlan:
+    """For a run of several files, which entries of each survive the run's restarts.
+
+    Each file is decoded and handed to the core at once, which keeps only its
+    steps and restarts, so memory holds one file's buckets at a time.
+    """
+    planner = _core.RunPlanner()
     for file in run.files:
-        decoded = file.decode(tags)
-        decoded.drop_buckets()
-        skeletons.append(decoded)
-    return _core.surviving_entries(skeletons)
+        planner.add(file.decode(tags))
+    return planner.finish()
 
 
 def file_share(
-    run: str, file: EventFileRef, keep: Any, tags: list[str] | None
-) -> tuple[list[SeriesParts], list[tuple]]:
-    """The series and reports one file of a run of several contributes to it."""
-    decoded = file.decode(tags)
-    decoded.keep(keep)
-    return _core.merge_files(run, [decoded])
+    run: str, plan: _core.RunPlan, index: int, file: EventFileRef, tags: list[str] | None
+) -> _core.MergedRecord:
+    """The series and reports file ``index`` of a run of several contributes to it."""
+    return plan.share(run, index, file.decode(tags))
 
 
-def _read_file_by_file(
-    runs: Sequence[RunRef], tags: list[str] | None
-) -> Iterator[tuple[EventFileRef, list[SeriesParts], list[tuple]]]:
+_FileRead = tuple[str, EventFileRef, _core.MergedRecord]
+
+
+def _read_file_by_file(runs: Sequence[RunRef], tags: list[str] | None) -> Iterator[_FileRead]:
     """Every file of ``runs`` in order, the next `READ_AHEAD` read while the caller writes one."""
     with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="histoscope-export") as pool:
-        pending: deque[Future] = deque()
+        pending: deque[Future[_FileRead]] = deque()
         for job in _file_jobs(runs, tags):
             pending.append(pool.submit(job))
             if len(pending) > READ_AHEAD:
@@ -165,39 +173,37 @@ def _read_file_by_file(
             yield pending.popleft().result()
 
 
-def _file_jobs(
-    runs: Sequence[RunRef], tags: list[str] | None
-) -> Iterator[Callable[[], tuple[EventFileRef, list[SeriesParts], list[tuple]]]]:
-    """One job per file, in order; the files of a run of several share its survivors."""
+def _file_jobs(runs: Sequence[RunRef], tags: list[str] | None) -> Iterator[Callable[[], _FileRead]]:
+    """One job per file, in order; the files of a run of several share its plan."""
     for run in runs:
         if len(run.files) == 1:
             yield partial(_single_file, run, tags)
             continue
-        survivors = _Once(partial(surviving_entries, run, tags))
+        plan = _Once(partial(plan_run, run, tags))
         for i, file in enumerate(run.files):
-            yield partial(_share_of_file, run.name, file, survivors, i, tags)
+            yield partial(_share_of_file, run.name, file, plan, i, tags)
 
 
-def _single_file(
-    run: RunRef, tags: list[str] | None
-) -> tuple[EventFileRef, list[SeriesParts], list[tuple]]:
+def _single_file(run: RunRef, tags: list[str] | None) -> _FileRead:
     (file,) = run.files
-    return (file, *_core.merge_files(run.name, [file.decode(tags)]))
+    return run.name, file, _core.merge_files(run.name, [file.decode(tags)])
 
 
 def _share_of_file(
-    run: str, file: EventFileRef, survivors: _Once, index: int, tags: list[str] | None
-) -> tuple[EventFileRef, list[SeriesParts], list[tuple]]:
-    return (file, *file_share(run, file, survivors.get()[index], tags))
+    run: str, file: EventFileRef, plan: _Once, index: int, tags: list[str] | None
+) -> _FileRead:
+    merged = file_share(run, plan.get(), index, file, tags)
+    return run, file, merged
 
 
 class _Once:
-    """A value computed by the first thread that asks for it; the others wait for it."""
+    """A plan computed by the first thread that asks for it; the others wait for it."""
 
-    def __init__(self, compute: Callable[[], Any]) -> None:
-        self._compute, self._lock, self._value = compute, threading.Lock(), None
+    def __init__(self, compute: Callable[[], _core.RunPlan]) -> None:
+        self._compute, self._lock = compute, threading.Lock()
+        self._value: _core.RunPlan | None = None
 
-    def get(self) -> Any:
+    def get(self) -> _core.RunPlan:
         with self._lock:
             if self._value is None:
                 self._value = self._compute()
@@ -224,5 +230,11 @@ def print_summary(summary: ExportSummary, out: TextIO = sys.stderr) -> None:
         print("skipped as damaged:", file=out)
         for line in summary.damaged:
             print(f"  {line}", file=out)
-    for path, offset in summary.incomplete:
-        print(f"incomplete last record (still being written?): {path} at byte {offset}", file=out)
+    for run, count in summary.superseded.items():
+        print(f"run {run}: {_superseded(count)}", file=out)
+    for note in summary.tail_notes:
+        print(note, file=out)
+
+
+def _superseded(count: int) -> str:
+    return f"{count} step{'s' if count != 1 else ''} superseded by a restart"

@@ -158,37 +158,38 @@ class RunIndex:
     def _read_file(self, path: str, deadline: float) -> bool:
         while True:
             start = self.offsets.get(path, 0)
-            end, starts, series, _report, plugins = _core.index_segment(
-                self.name, path, start, SEGMENT_BYTES, self.plugins
-            )
-            self.plugins = plugins
+            segment = _core.index_segment(self.name, path, start, SEGMENT_BYTES, self.plugins)
+            self.plugins = segment.plugins
+            end = segment.end
             if end == start:
                 return True
             self.offsets[path] = end
-            self._apply(_Segment(path, start, end), starts, series)
+            self._apply(_Segment(path, start, end), segment.starts, segment.series)
             more = end < os.path.getsize(path)
             if more and time.monotonic() > deadline and self.series:
                 return False
 
-    def _apply(self, segment: _Segment, starts: list[int], series: list[tuple]) -> None:
+    def _apply(
+        self, segment: _Segment, starts: list[int], series: list[_core.StepIndexRecord]
+    ) -> None:
         number = len(self.segments)
         self.segments.append(segment)
         for step in starts:
             for index in self.series.values():
                 index.purge_from(step)
-        for tag, steps, wall_times, stats, quantiles in series:
-            self.series.setdefault(tag, SeriesIndex()).extend(
-                steps, wall_times, stats, quantiles, number
+        for record in series:
+            self.series.setdefault(record.tag, SeriesIndex()).extend(
+                record.steps, record.wall_times, record.stats, record.percentiles, number
             )
         self.version += 1
 
-    def segment_series(self, number: int, tag: str) -> tuple | None:
-        """The series tuple of ``tag`` in segment ``number``, read again from its file."""
+    def segment_series(self, number: int, tag: str) -> _core.SeriesRecord | None:
+        """The series of ``tag`` in segment ``number``, read again from its file."""
         segment = self.segments[number]
-        _end, _starts, series, _report, _plugins = _core.read_segment(
+        read = _core.read_segment(
             self.name, segment.path, segment.start, segment.end - segment.start, self.plugins, [tag]
         )
-        return next((s for s in series if s[1] == tag), None)
+        return next((s for s in read.series if s.tag == tag), None)
 
 
 class LogdirIndex:
@@ -211,7 +212,7 @@ class LogdirIndex:
         self._runs: dict[str, RunIndex] = {}
         self._read_at: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[str, int, str], tuple | None] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int, str], _core.SeriesRecord | None] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._background: set[str] = set()
 
@@ -220,7 +221,7 @@ class LogdirIndex:
         with self._lock:
             if time.monotonic() - self._listed_at > self.refresh_seconds:
                 found = _core.discover_runs(self.logdir)
-                self._files = {name: [str(f) for f in files] for name, files in found}
+                self._files = {run.name: list(run.files) for run in found}
                 self._listed_at = time.monotonic()
             return sorted(self._files)
 
@@ -263,13 +264,13 @@ class LogdirIndex:
         series = self._segment_series(run, int(view.segments[position]), tag)
         if series is None:
             return np.zeros((0, 3))
-        steps, flat, offsets = series[2], series[4], series[5]
+        steps, offsets = series.steps, series.offsets
         found = int(np.searchsorted(steps, step))
         if found >= len(steps) or steps[found] != step:
             return np.zeros((0, 3))
-        return flat[offsets[found] : offsets[found + 1]]
+        return series.buckets[offsets[found] : offsets[found + 1]]
 
-    def _segment_series(self, run: RunIndex, number: int, tag: str) -> tuple | None:
+    def _segment_series(self, run: RunIndex, number: int, tag: str) -> _core.SeriesRecord | None:
         key = (run.name, number, tag)
         with self._cache_lock:
             if key in self._cache:

@@ -6,17 +6,12 @@ import operator
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union
-
-import numpy as np
+from typing import Any, TypeVar, Union
 
 from . import _core
 from .chart import TensorBoardChart
+from .series import HistogramSeries
 from .storage import LogdirRef, _text_path, find_runs, read_runs, resolve_logdirs
-
-if TYPE_CHECKING:
-    import pandas
-    import pyarrow
 
 __all__ = [
     "DamagedFileWarning",
@@ -36,82 +31,6 @@ class HistoscopeWarning(UserWarning):
 
 class DamagedFileWarning(HistoscopeWarning):
     """Part of an events file was damaged and skipped; the message gives the byte offsets."""
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
-
-
-class HistogramSeries:
-    """Every step of one histogram tag of one run, with the buckets exactly as stored.
-
-    ``buckets[i]`` is a float64 array of shape ``(k, 3)``: the left edge, right
-    edge and count of each bucket of step ``steps[i]``. ``stats`` maps
-    ``count``, ``min``, ``max``, ``mean``, ``std``, ``nonfinite``, ``below`` and
-    ``above`` to one float64 value per step, NaN where the writer stored none
-    (legacy histograms store count, min, max and the sums behind mean and std).
-    Arrays are read-only views into one block per series.
-
-    Example:
-        >>> series = histoscope.load_histograms("runs/")["weights"]["train"]  # doctest: +SKIP
-        >>> series.steps[-1], series.buckets[-1][:, 2].sum()  # doctest: +SKIP
-        (99, 512.0)
-    """
-
-    __slots__ = ("run", "tag", "steps", "wall_times", "_flat", "_offsets", "_stats", "_buckets")
-
-    def __init__(
-        self,
-        run: str,
-        tag: str,
-        steps: np.ndarray,
-        wall_times: np.ndarray,
-        flat_buckets: np.ndarray,
-        offsets: np.ndarray,
-        stats: np.ndarray,
-    ) -> None:
-        self.run = run
-        self.tag = tag
-        self.steps = _readonly(steps)
-        self.wall_times = _readonly(wall_times)
-        self._flat = _readonly(flat_buckets)
-        self._offsets = offsets
-        self._stats = _readonly(stats)
-        self._buckets: list[np.ndarray] | None = None
-
-    @property
-    def buckets(self) -> list[np.ndarray]:
-        """One ``(k, 3)`` float64 array per step: left edge, right edge, count."""
-        if self._buckets is None:
-            flat, bounds = self._flat, self._offsets.tolist()
-            self._buckets = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-        return self._buckets
-
-    @property
-    def stats(self) -> dict[str, np.ndarray]:
-        """Per-step statistics by name; NaN where the writer did not store one."""
-        return {name: self._stats[:, i] for i, name in enumerate(_core.STAT_NAMES)}
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-    def to_arrow(self) -> pyarrow.Table:
-        """One row per step, with bucket lists and statistics, as `histoscope.to_arrow`
-        makes them (needs ``pip install 'histoscope[arrow]'``)."""
-        from .tidy import to_arrow
-
-        return to_arrow(self)
-
-    def to_pandas(self) -> pandas.DataFrame:
-        """`to_arrow` as a pandas DataFrame."""
-        from .tidy import to_pandas
-
-        return to_pandas(self)
-
-    def __repr__(self) -> str:
-        span = f"steps {self.steps[0]}..{self.steps[-1]}" if len(self.steps) else "no steps"
-        return f"HistogramSeries(tag={self.tag!r}, run={self.run!r}, {span}, {len(self)} steps)"
 
 
 def load_histograms(
@@ -141,13 +60,13 @@ def load_histograms(
     """
     logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
-    all_runs, series, reports = _read_series(logdirs, several, run_list, tag_list)
-    _warn_reports(reports)
+    loaded = _read_series(logdirs, several, run_list, tag_list)
+    _warn_reports(loaded.reports)
     by_tag: dict[str, dict[str, HistogramSeries]] = {}
-    for run, tag, *arrays in series:
-        by_tag.setdefault(tag, {})[run] = HistogramSeries(run, tag, *arrays)
+    for record in loaded.series:
+        by_tag.setdefault(record.tag, {})[record.run] = HistogramSeries.from_record(record)
     where = _describe(logdirs)
-    _warn_missing(where, all_runs, run_list, tag_list, by_tag.keys(), bool(series))
+    _warn_missing(where, loaded.runs, run_list, tag_list, by_tag.keys(), bool(loaded.series))
     return {tag: _ordered(by_tag[tag], run_list) for tag in _tag_order(by_tag.keys(), tag_list)}
 
 
@@ -181,22 +100,31 @@ def read_tensorboard_histograms(
     bins = _positive_int(bins, "bins", minimum=1)
     if max_steps is not None:
         max_steps = _positive_int(max_steps, "max_steps", minimum=2)
-    all_runs, charts, reports = _read_charts(logdirs, several, bins, max_steps, run_list, tag_list)
-    _warn_reports(reports)
+    charted = _read_charts(logdirs, several, bins, max_steps, run_list, tag_list)
+    _warn_reports(charted.reports)
     by_tag: dict[str, dict[str, TensorBoardChart]] = {}
-    for run, tag, steps, wall_times, edges, counts, lost_buckets, lost_count in charts:
-        if lost_buckets:
+    for record in charted.charts:
+        if record.nonfinite_buckets:
             warnings.warn(
-                f"{tag!r} ({run}): {lost_buckets} buckets with NaN or infinite edges or counts"
-                f" (holding {lost_count:g} values) were left out of the chart",
+                f"{record.tag!r} ({record.run}): {record.nonfinite_buckets} buckets with NaN or"
+                f" infinite edges or counts (holding {record.nonfinite_count:g} values) were"
+                " left out of the chart",
                 HistoscopeWarning,
                 stacklevel=2,
             )
-        by_tag.setdefault(tag, {})[run] = TensorBoardChart(
-            tag=tag, run=run, steps=steps, wall_times=wall_times, edges=edges, counts=counts
-        )
+        if not record.counts.any() and not record.nonfinite_count:
+            # maidr leaves out a chart with nothing counted in any kept step, and says so.
+            warnings.warn(
+                f"every histogram of {record.tag!r} in run {record.run!r} is empty (no"
+                " buckets, or every count zero); it is left out",
+                HistoscopeWarning,
+                stacklevel=2,
+            )
+            continue
+        by_tag.setdefault(record.tag, {})[record.run] = TensorBoardChart.from_record(record)
     where = _describe(logdirs)
-    _warn_missing(where, all_runs, run_list, tag_list, by_tag.keys(), bool(charts))
+    found = {record.tag for record in charted.charts}
+    _warn_missing(where, charted.runs, run_list, tag_list, found, bool(charted.charts))
     return [
         chart
         for tag in _tag_order(by_tag.keys(), tag_list)
@@ -211,14 +139,11 @@ def _core_logdirs(logdirs: list[LogdirRef], several: bool) -> str | list[tuple[s
 
 def _read_series(
     logdirs: list[LogdirRef], several: bool, runs: list[str] | None, tags: list[str] | None
-) -> tuple[list[str], list[tuple], list[tuple]]:
-    """(every run name, series tuples, report tuples), as ``_core.load_histograms`` gives them."""
+) -> _core.LogdirRecord:
+    """The selected series of ``logdirs``, read by the core from disk or from fsspec's bytes."""
     if all(ref.is_local for ref in logdirs):
         return _core.load_histograms(_core_logdirs(logdirs, several), runs, tags)
-    found = find_runs(logdirs, several)
-    chosen = [run for run in found if runs is None or run.name in runs]
-    series, reports = read_runs(chosen, tags)
-    return [run.name for run in found], series, reports
+    return read_runs(find_runs(logdirs, several), runs, tags).load()
 
 
 def _read_charts(
@@ -228,20 +153,11 @@ def _read_charts(
     max_steps: int | None,
     runs: list[str] | None,
     tags: list[str] | None,
-) -> tuple[list[str], list[tuple], list[tuple]]:
-    """(every run name, chart tuples, report tuples), as ``_core.read_charts`` gives them."""
+) -> _core.ChartsRecord:
+    """The selected series of ``logdirs`` as charts, thinned and rebinned by the core."""
     if all(ref.is_local for ref in logdirs):
         return _core.read_charts(_core_logdirs(logdirs, several), bins, max_steps, runs, tags)
-    all_runs, series, reports = _read_series(logdirs, several, runs, tags)
-    charts = []
-    for run, tag, steps, wall_times, flat, offsets, _stats in series:
-        kept = _core.thin_indices(len(steps), max_steps)
-        buckets = [flat[offsets[i] : offsets[i + 1]] for i in kept]
-        edges, counts, lost_buckets, lost_count = _core.rebin(buckets, bins)
-        charts.append(
-            (run, tag, steps[kept], wall_times[kept], edges, counts, lost_buckets, lost_count)
-        )
-    return all_runs, charts, reports
+    return read_runs(find_runs(logdirs, several), runs, tags).charts(bins, max_steps)
 
 
 def _describe(logdirs: list[LogdirRef]) -> str:
@@ -249,9 +165,10 @@ def _describe(logdirs: list[LogdirRef]) -> str:
 
 
 def _check_logdir(logdir: PathLike) -> str:
+    """``logdir`` as text: a log directory, or one events file read as a run."""
     path = _text_path(logdir)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"log directory not found: {path!r} does not exist")
     return path
 
 
@@ -283,10 +200,10 @@ def _positive_int(value: object, name: str, minimum: int) -> int:
     return number
 
 
-def _warn_reports(reports: Sequence[tuple[str, str, bool, int | None]]) -> None:
-    for _path, summary, has_problems, _tail in reports:
-        if has_problems:
-            warnings.warn(summary, DamagedFileWarning, stacklevel=3)
+def _warn_reports(reports: Sequence[_core.FileReport]) -> None:
+    for report in reports:
+        if report.has_problems:
+            warnings.warn(report.summary, DamagedFileWarning, stacklevel=3)
 
 
 def _warn_missing(
@@ -315,6 +232,9 @@ def _tag_order(found: Iterable[str], tags: list[str] | None) -> list[str]:
     return [t for t in tags if t in present] if tags is not None else sorted(present)
 
 
-def _ordered(by_run: dict, runs: list[str] | None) -> dict:
+_T = TypeVar("_T")
+
+
+def _ordered(by_run: dict[str, _T], runs: list[str] | None) -> dict[str, _T]:
     order = [r for r in runs if r in by_run] if runs is not None else sorted(by_run)
     return {run: by_run[run] for run in order}

@@ -129,13 +129,14 @@ def _expand(path: str, storage_options: Mapping[str, Any] | None) -> tuple[list[
         if not fs.isdir(root):
             raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
         return [LogdirRef(path.rstrip("/"), root, fs)], False
-    if _GLOB.search(path) and not os.path.isdir(path):
+    if _GLOB.search(path) and not os.path.exists(path):
         matches = sorted(p for p in glob.glob(path) if os.path.isdir(p))
         if not matches:
             raise FileNotFoundError(f"no log directory matches {path!r}")
         return [LogdirRef(_local_name(p), p) for p in matches], True
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"log directory not found: {path!r} does not exist")
+    # A path to one events file is read as a log directory holding it alone.
     return [LogdirRef(_local_name(path), path)], False
 
 
@@ -190,37 +191,36 @@ def _qualified(logdir: str, run: str) -> str:
 
 
 def _runs_of(ref: LogdirRef) -> list[tuple[str, tuple[EventFileRef, ...]]]:
+    """The runs of one log directory, grouped by the core's rule from a listing of its files."""
     if ref.is_local:
         return [
-            (name, tuple(EventFileRef(os.fspath(f)) for f in files))
-            for name, files in _core.discover_runs(ref.path)
+            (run.name, tuple(EventFileRef(f) for f in run.files))
+            for run in _core.discover_runs(ref.path)
         ]
-    by_dir: dict[str, list[EventFileRef]] = {}
     root = ref.path.rstrip("/")
-    for path, info in ref.fs.find(root, detail=True).items():
-        if "tfevents" not in path.rsplit("/", 1)[-1] or info.get("type") != "file":
-            continue
-        parent = path.rsplit("/", 1)[0] if "/" in path else ""
-        relative = parent[len(root) :].strip("/") if parent.startswith(root) else parent
-        by_dir.setdefault(relative or ".", []).append(EventFileRef(path, info.get("size"), ref.fs))
+    sizes = {
+        path: info.get("size")
+        for path, info in ref.fs.find(root, detail=True).items()
+        if info.get("type") == "file"
+    }
     return [
-        (run, tuple(sorted(files, key=lambda f: f.path))) for run, files in sorted(by_dir.items())
+        (run.name, tuple(EventFileRef(f, sizes[f], ref.fs) for f in run.files))
+        for run in _core.group_runs(root, list(sizes))
     ]
 
 
-def read_runs(runs: Sequence[RunRef], tags: list[str] | None) -> tuple[list[tuple], list[tuple]]:
-    """Reads ``runs`` file by file (several files at once) and merges each run.
-
-    Returns (series tuples, report tuples) as ``_core.load_histograms`` does.
+def read_runs(
+    runs: Sequence[RunRef], chosen: list[str] | None, tags: list[str] | None
+) -> _core.RunSet:
+    """Reads the ``chosen`` runs (None: all) file by file, several files at once, each
+    merged by the core as it completes, into a set that gives series or charts.
     """
-    files = [f for run in runs for f in run.files]
+    reading = [run for run in runs if chosen is None or run.name in chosen]
+    files = [f for run in reading for f in run.files]
     workers = max(1, min(_FETCH_THREADS, len(files)))
+    run_set = _core.RunSet([run.name for run in runs])
     with ThreadPoolExecutor(workers, thread_name_prefix="histoscope-fetch") as pool:
         decoded = iter(list(pool.map(lambda f: f.decode(tags), files)))
-    series: list[tuple] = []
-    reports: list[tuple] = []
-    for run in runs:
-        run_series, run_reports = _core.merge_files(run.name, [next(decoded) for _ in run.files])
-        series.extend(run_series)
-        reports.extend(run_reports)
-    return series, reports
+    for run in reading:
+        run_set.add(run.name, [next(decoded) for _ in run.files])
+    return run_set

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from . import _core
+from .series import HistogramSeries
 
 if TYPE_CHECKING:
     import pandas
     import pyarrow
-
-    from .reader import HistogramSeries
 
 __all__ = ["COLUMNS", "schema", "to_arrow", "to_pandas"]
 
@@ -32,13 +31,10 @@ STAT_COLUMNS = tuple("num" if name == "count" else name for name in _core.STAT_N
 #: Every column, in order.
 COLUMNS = ("run", "tag", "step", "wall_time", "left", "right", "count", *STAT_COLUMNS)
 
-#: (run, tag, steps, wall_times, flat buckets (n, 3), offsets (steps + 1), stats (steps, 8)),
-#: as the native module returns a series.
-SeriesParts = tuple[str, str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 SeriesInput = Union[
-    "HistogramSeries",
-    Mapping[str, Mapping[str, "HistogramSeries"]],
-    Iterable["HistogramSeries"],
+    HistogramSeries,
+    Mapping[str, Mapping[str, HistogramSeries]],
+    Iterable[HistogramSeries],
 ]
 
 
@@ -77,7 +73,7 @@ def to_arrow(series: SeriesInput) -> pyarrow.Table:
         >>> histoscope.to_arrow(data).column_names[:7]  # doctest: +SKIP
         ['run', 'tag', 'step', 'wall_time', 'left', 'right', 'count']
     """
-    return table_of_parts([_parts(s) for s in _flatten(series)])
+    return table_of_records([s.record for s in _flatten(series)])
 
 
 def to_pandas(series: SeriesInput) -> pandas.DataFrame:
@@ -90,23 +86,22 @@ def to_pandas(series: SeriesInput) -> pandas.DataFrame:
     return table.to_pandas()
 
 
-def table_of_parts(parts: Sequence[SeriesParts]) -> pyarrow.Table:
+def table_of_records(records: Sequence[_core.SeriesRecord]) -> pyarrow.Table:
     """The tidy table of series as the native module returns them, built without a
     Python loop over steps: bucket lists are views of the flat buckets through their offsets.
     """
     pa = _pyarrow()
-    lengths = np.array([len(p[2]) for p in parts], dtype=np.int64)
+    lengths = np.array([len(r.steps) for r in records], dtype=np.int64)
+    rows_of = pa.array(np.repeat(np.arange(len(records)), lengths))
     names = {
-        column: pa.array([p[i] for p in parts], pa.string()).take(
-            pa.array(np.repeat(np.arange(len(parts)), lengths))
-        )
-        for i, column in enumerate(("run", "tag"))
+        column: pa.array([getattr(r, column) for r in records], pa.string()).take(rows_of)
+        for column in ("run", "tag")
     }
-    steps = _concat([p[2] for p in parts], np.int64)
-    wall_times = _concat([p[3] for p in parts], np.float64)
-    flat = _concat([p[4] for p in parts], np.float64).reshape(-1, 3)
-    stats = _concat([p[6] for p in parts], np.float64).reshape(-1, len(STAT_COLUMNS))
-    offsets = _joined_offsets([p[5] for p in parts])
+    steps = _concat([r.steps for r in records], np.int64)
+    wall_times = _concat([r.wall_times for r in records], np.float64)
+    flat = _concat([r.buckets for r in records], np.float64).reshape(-1, 3)
+    stats = _concat([r.stats for r in records], np.float64).reshape(-1, len(STAT_COLUMNS))
+    offsets = _joined_offsets([r.offsets for r in records])
     lists = {
         column: pa.LargeListArray.from_arrays(
             pa.array(offsets), pa.array(np.ascontiguousarray(flat[:, i]))
@@ -144,8 +139,6 @@ def _joined_offsets(offsets: list[np.ndarray]) -> np.ndarray:
 
 
 def _flatten(series: SeriesInput) -> list[HistogramSeries]:
-    from .reader import HistogramSeries
-
     if isinstance(series, HistogramSeries):
         return [series]
     if isinstance(series, Mapping):
@@ -166,15 +159,3 @@ def _flatten(series: SeriesInput) -> list[HistogramSeries]:
                 f"got {type(item).__name__}"
             )
     return items
-
-
-def _parts(series: HistogramSeries) -> SeriesParts:
-    return (
-        series.run,
-        series.tag,
-        series.steps,
-        series.wall_times,
-        series._flat,
-        series._offsets,
-        series._stats,
-    )

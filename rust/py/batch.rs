@@ -1,19 +1,21 @@
-//! Bindings for reading in bulk: several log directories, a run one file at a time, streamed bytes.
+//! Bindings for reading in bulk: several log directories, runs from any source, a run one file at a time.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use super::{report_tuple, series_tuple, ReportTuple, SeriesTuple};
+use super::check_bins;
+use super::records::{ChartsRecord, LogdirRecord, MergedRecord, RunFilesRecord};
+use crate::chart::charts;
 use crate::event_file::{read_event_file, FileContents};
 use crate::event_stream::{EventStream as CoreStream, StreamError};
 use crate::logdir::{
-    discover_runs as discover, drop_buckets, keep_entries, load_logdir, load_logdirs, merge_run,
-    surviving_entries, Logdir, LogdirError, Selection,
+    discover_runs as discover, group_listing, load_logdir, load_logdirs, merge_run, Logdir,
+    LogdirError, Selection,
 };
+use crate::plan::{keep_entries, plan_run, RunPlan as CorePlan, Skeleton};
 
 impl From<StreamError> for PyErr {
     fn from(e: StreamError) -> PyErr {
@@ -58,12 +60,6 @@ impl DecodedFile {
         }
     }
 
-    fn contents_mut(&mut self) -> PyResult<&mut FileContents> {
-        self.contents
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("this decoded file was already merged"))
-    }
-
     fn take(&mut self) -> PyResult<FileContents> {
         self.contents
             .take()
@@ -74,21 +70,11 @@ impl DecodedFile {
 #[pymethods]
 impl DecodedFile {
     /// The number of entries (histogram values and restarts) read from the file.
-    fn __len__(&mut self) -> PyResult<usize> {
-        Ok(self.contents_mut()?.entries.len())
-    }
-
-    /// Frees the buckets, keeping what `surviving_entries` needs.
-    fn drop_buckets(&mut self) -> PyResult<()> {
-        drop_buckets(self.contents_mut()?);
-        Ok(())
-    }
-
-    /// Keeps only the entries `keep` marks, as `surviving_entries` found them.
-    fn keep(&mut self, keep: PyReadonlyArray1<'_, bool>) -> PyResult<()> {
-        let keep = keep.as_slice()?.to_vec();
-        keep_entries(self.contents_mut()?, &keep);
-        Ok(())
+    fn __len__(&self) -> PyResult<usize> {
+        self.contents
+            .as_ref()
+            .map(|c| c.entries.len())
+            .ok_or_else(|| PyValueError::new_err("this decoded file was already merged"))
     }
 }
 
@@ -129,53 +115,203 @@ fn decode_file(py: Python<'_>, path: PathBuf, tags: Option<Vec<String>>) -> Deco
 }
 
 /// Merges a run's decoded files, in order, into its series; the files are used up.
-///
-/// Returns (series tuples, report tuples).
 #[pyfunction]
 fn merge_files<'py>(
     py: Python<'py>,
     run: &str,
     files: Vec<PyRefMut<'py, DecodedFile>>,
-) -> PyResult<(Vec<SeriesTuple<'py>>, Vec<ReportTuple>)> {
+) -> PyResult<MergedRecord> {
     let contents = take_all(files)?;
-    let (series, reports) = py.detach(|| merge_run(run, contents));
-    let series = series
-        .into_iter()
-        .map(|s| series_tuple(py, s))
-        .collect::<PyResult<_>>()?;
-    Ok((series, reports.into_iter().map(report_tuple).collect()))
-}
-
-/// For a run's decoded files, in order, which entries of each survive the run's restarts.
-///
-/// Returns one bool array per file, for `DecodedFile.keep`; the files are used up.
-#[pyfunction(name = "surviving_entries")]
-fn survivors<'py>(
-    py: Python<'py>,
-    files: Vec<PyRefMut<'py, DecodedFile>>,
-) -> PyResult<Vec<Bound<'py, PyArray1<bool>>>> {
-    let contents = take_all(files)?;
-    let keep = py.detach(|| surviving_entries(contents));
-    Ok(keep.into_iter().map(|k| k.into_pyarray(py)).collect())
+    MergedRecord::new(py, py.detach(|| merge_run(run, contents)))
 }
 
 fn take_all(files: Vec<PyRefMut<'_, DecodedFile>>) -> PyResult<Vec<FileContents>> {
     files.into_iter().map(|mut f| f.take()).collect()
 }
 
-/// The runs of a local log directory, each with its events files in reading order.
+/// The runs of a log directory merged as their files arrive, from any source,
+/// then handed out whole or as charts.
+#[pyclass(module = "histoscope._core")]
+pub struct RunSet {
+    logdir: Option<Logdir>,
+}
+
+impl RunSet {
+    fn take(&mut self) -> PyResult<Logdir> {
+        self.logdir
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this run set was already read out"))
+    }
+}
+
+#[pymethods]
+impl RunSet {
+    /// `runs`: the name of every run found, read or not.
+    #[new]
+    fn new(runs: Vec<String>) -> Self {
+        RunSet {
+            logdir: Some(Logdir {
+                runs,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Merges a run's decoded files, in order; the files are used up.
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        run: &str,
+        files: Vec<PyRefMut<'_, DecodedFile>>,
+    ) -> PyResult<()> {
+        let contents = take_all(files)?;
+        let merged = py.detach(|| merge_run(run, contents));
+        self.logdir
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("this run set was already read out"))?
+            .add(run, merged);
+        Ok(())
+    }
+
+    /// Every series added, as `load_histograms` gives them; the set is used up.
+    fn load(&mut self, py: Python<'_>) -> PyResult<LogdirRecord> {
+        LogdirRecord::new(py, self.take()?)
+    }
+
+    /// Every series added, thinned and rebinned in parallel as `read_charts` does; the set is used up.
+    #[pyo3(signature = (bins, max_steps))]
+    fn charts(
+        &mut self,
+        py: Python<'_>,
+        bins: usize,
+        max_steps: Option<usize>,
+    ) -> PyResult<ChartsRecord> {
+        check_bins(bins)?;
+        let mut logdir = self.take()?;
+        let charts = py.detach(|| charts(&std::mem::take(&mut logdir.series), bins, max_steps));
+        ChartsRecord::new(py, logdir, charts)
+    }
+}
+
+/// Gathers the skeletons of a run's files one at a time (their buckets freed at
+/// once), for the plan of which entries survive the run's restarts.
+#[pyclass(module = "histoscope._core")]
+#[derive(Default)]
+pub struct RunPlanner {
+    skeletons: Vec<Skeleton>,
+}
+
+#[pymethods]
+impl RunPlanner {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the run's next file; the file is used up.
+    fn add(&mut self, mut file: PyRefMut<'_, DecodedFile>) -> PyResult<()> {
+        let contents = file.take()?;
+        self.skeletons.push(Skeleton::from(&contents));
+        Ok(())
+    }
+
+    /// The plan of the files added, in the order added.
+    fn finish(&mut self, py: Python<'_>) -> RunPlan {
+        let skeletons = std::mem::take(&mut self.skeletons);
+        RunPlan(py.detach(|| plan_run(&skeletons)))
+    }
+}
+
+/// `RunPlan`'s constructor arguments: the keep flags of each file, and the superseded count.
+type PlanArgs = (Vec<Vec<bool>>, usize);
+
+/// Which entries of each file of a run survive its restarts: each file can then
+/// be read alone for exactly its share of the run. Picklable, for Dask.
+#[pyclass(frozen, module = "histoscope._core")]
+pub struct RunPlan(CorePlan);
+
+#[pymethods]
+impl RunPlan {
+    #[new]
+    fn new(keep: Vec<Vec<bool>>, superseded: usize) -> Self {
+        RunPlan(CorePlan { keep, superseded })
+    }
+
+    /// How many files the plan covers.
+    fn __len__(&self) -> usize {
+        self.0.keep.len()
+    }
+
+    /// How many histogram values the run's restarts dropped or logged again.
+    #[getter]
+    fn superseded(&self) -> usize {
+        self.0.superseded
+    }
+
+    /// Whether each entry of file `index` survives.
+    fn keep(&self, index: usize) -> PyResult<Vec<bool>> {
+        self.0
+            .keep
+            .get(index)
+            .cloned()
+            .ok_or_else(|| PyValueError::new_err(format!("the plan has no file {index}")))
+    }
+
+    /// File `index` of `run`, decoded again, reduced to its share of the run; the file is used up.
+    fn share(
+        &self,
+        py: Python<'_>,
+        run: &str,
+        index: usize,
+        mut file: PyRefMut<'_, DecodedFile>,
+    ) -> PyResult<MergedRecord> {
+        let keep = self.keep(index)?;
+        let newest = index + 1 == self.0.keep.len();
+        let mut contents = file.take()?;
+        let mut merged = py.detach(|| {
+            keep_entries(&mut contents, &keep);
+            merge_run(run, vec![contents])
+        });
+        merged.superseded = 0;
+        merged.reports.iter_mut().for_each(|r| r.newest = newest);
+        MergedRecord::new(py, merged)
+    }
+
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(Py<PyAny>, PlanArgs)> {
+        let plan = &slf.get().0;
+        Ok((
+            slf.get_type().into_any().unbind(),
+            (plan.keep.clone(), plan.superseded),
+        ))
+    }
+}
+
+/// The runs of a local log directory (or of one events file), each with its events files in reading order.
 #[pyfunction]
-fn discover_runs(py: Python<'_>, logdir: PathBuf) -> PyResult<Vec<(String, Vec<PathBuf>)>> {
+fn discover_runs(py: Python<'_>, logdir: PathBuf) -> PyResult<Vec<RunFilesRecord>> {
     let runs = py.detach(|| discover(Path::new(&logdir)))?;
-    Ok(runs.into_iter().map(|r| (r.name, r.files)).collect())
+    Ok(runs.into_iter().map(RunFilesRecord::from).collect())
+}
+
+/// Groups the events files among a listing of every file under `root` (any storage) into runs.
+#[pyfunction]
+fn group_runs(root: &str, files: Vec<String>) -> Vec<RunFilesRecord> {
+    let files = files.into_iter().map(PathBuf::from).collect();
+    group_listing(Path::new(root), files)
+        .into_iter()
+        .map(RunFilesRecord::from)
+        .collect()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DecodedFile>()?;
     m.add_class::<EventStream>()?;
     m.add_function(wrap_pyfunction!(decode_file, m)?)?;
+    m.add_class::<RunSet>()?;
+    m.add_class::<RunPlanner>()?;
+    m.add_class::<RunPlan>()?;
     m.add_function(wrap_pyfunction!(merge_files, m)?)?;
-    m.add_function(wrap_pyfunction!(survivors, m)?)?;
     m.add_function(wrap_pyfunction!(discover_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(group_runs, m)?)?;
     Ok(())
 }

@@ -3,55 +3,74 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::prelude::*;
 
-use numpy::IntoPyArray;
-
-use super::{matrix, report_tuple, series_tuple, Array1, Array2, ReportTuple, SeriesTuple};
+use super::records::{matrix, series_records, stats_matrix, FileReportRecord, SeriesRecord};
 use crate::compressor::BASIS_POINTS;
-use crate::data_compat::Stats;
 use crate::follow::{
     index_segment as index, read_segment as read, Segment, SegmentIndex, StepIndex,
 };
 
-/// (end offset, restart steps, series tuples, report tuple, the run's plugins after the segment)
-type SegmentTuple<'py> = (
-    u64,
-    Vec<i64>,
-    Vec<SeriesTuple<'py>>,
-    ReportTuple,
-    HashMap<String, String>,
-);
+/// One read of a file's next whole records, each tag's series with its buckets.
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct SegmentRecord {
+    /// The offset just past the last whole record read: where the next read starts.
+    pub end: u64,
+    /// The steps of the `SessionLog.START`s read.
+    pub starts: Vec<i64>,
+    pub series: Vec<Py<SeriesRecord>>,
+    pub report: Py<FileReportRecord>,
+    /// The run's map of tag to plugin after this segment.
+    pub plugins: HashMap<String, String>,
+}
 
-/// (tag, steps, wall_times, stats (steps, 8), percentiles (steps, 9))
-type StepIndexTuple<'py> = (
-    String,
-    Array1<'py, i64>,
-    Array1<'py, f64>,
-    Array2<'py>,
-    Array2<'py>,
-);
+/// One tag's steps in a segment without their buckets: what a viewer keeps per step.
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct StepIndexRecord {
+    pub tag: String,
+    pub steps: Py<PyArray1<i64>>,
+    pub wall_times: Py<PyArray1<f64>>,
+    /// `(steps, len(STAT_NAMES))`.
+    pub stats: Py<PyArray2<f64>>,
+    /// `(steps, len(BASIS_POINTS))`: TensorBoard's distribution percentiles.
+    pub percentiles: Py<PyArray2<f64>>,
+}
 
-/// (end offset, restart steps, step index tuples, report tuple, the run's plugins after it)
-type SegmentIndexTuple<'py> = (
-    u64,
-    Vec<i64>,
-    Vec<StepIndexTuple<'py>>,
-    ReportTuple,
-    HashMap<String, String>,
-);
+impl StepIndexRecord {
+    fn new(py: Python<'_>, s: StepIndex) -> PyResult<Self> {
+        let percentiles: Vec<f64> = s.percentiles.into_iter().flatten().collect();
+        Ok(StepIndexRecord {
+            stats: stats_matrix(py, &s.stats)?,
+            percentiles: matrix(py, percentiles, BASIS_POINTS.len())?,
+            steps: s.steps.into_pyarray(py).unbind(),
+            wall_times: s.wall_times.into_pyarray(py).unbind(),
+            tag: s.tag,
+        })
+    }
+}
+
+/// A [`SegmentRecord`] with each series reduced to its step index.
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct SegmentIndexRecord {
+    pub end: u64,
+    pub starts: Vec<i64>,
+    pub series: Vec<Py<StepIndexRecord>>,
+    pub report: Py<FileReportRecord>,
+    pub plugins: HashMap<String, String>,
+}
 
 /// Indexes the whole records of `path` from byte `start`, about `max_bytes` of
 /// them: per tag and step, the statistics and TensorBoard's percentiles, no buckets.
 #[pyfunction]
-fn index_segment<'py>(
-    py: Python<'py>,
+fn index_segment(
+    py: Python<'_>,
     run: &str,
     path: PathBuf,
     start: u64,
     max_bytes: u64,
     mut plugins: HashMap<String, String>,
-) -> PyResult<SegmentIndexTuple<'py>> {
+) -> PyResult<SegmentIndexRecord> {
     let SegmentIndex {
         end,
         starts,
@@ -60,21 +79,15 @@ fn index_segment<'py>(
     } = py.detach(|| index(run, &path, start, max_bytes, &mut plugins));
     let series = series
         .into_iter()
-        .map(|s| step_index_tuple(py, s))
+        .map(|s| Py::new(py, StepIndexRecord::new(py, s)?))
         .collect::<PyResult<_>>()?;
-    Ok((end, starts, series, report_tuple(report), plugins))
-}
-
-fn step_index_tuple(py: Python<'_>, s: StepIndex) -> PyResult<StepIndexTuple<'_>> {
-    let stats: Vec<f64> = s.stats.iter().flat_map(|st| st.to_array()).collect();
-    let percentiles: Vec<f64> = s.percentiles.into_iter().flatten().collect();
-    Ok((
-        s.tag,
-        s.steps.into_pyarray(py),
-        s.wall_times.into_pyarray(py),
-        matrix(py, stats, Stats::NAMES.len())?,
-        matrix(py, percentiles, BASIS_POINTS.len())?,
-    ))
+    Ok(SegmentIndexRecord {
+        end,
+        starts,
+        series,
+        report: Py::new(py, FileReportRecord::from(report))?,
+        plugins,
+    })
 }
 
 /// Reads the whole records of `path` from byte `start`, about `max_bytes` of them.
@@ -83,15 +96,15 @@ fn step_index_tuple(py: Python<'_>, s: StepIndex) -> PyResult<StepIndexTuple<'_>
 /// map returned adds this segment's. The next read starts at the end offset.
 #[pyfunction]
 #[pyo3(signature = (run, path, start, max_bytes, plugins, tags=None))]
-fn read_segment<'py>(
-    py: Python<'py>,
+fn read_segment(
+    py: Python<'_>,
     run: &str,
     path: PathBuf,
     start: u64,
     max_bytes: u64,
     mut plugins: HashMap<String, String>,
     tags: Option<Vec<String>>,
-) -> PyResult<SegmentTuple<'py>> {
+) -> PyResult<SegmentRecord> {
     let tags: Option<HashSet<String>> = tags.map(|t| t.into_iter().collect());
     let Segment {
         end,
@@ -99,14 +112,19 @@ fn read_segment<'py>(
         series,
         report,
     } = py.detach(|| read(run, &path, start, max_bytes, &mut plugins, tags.as_ref()));
-    let series = series
-        .into_iter()
-        .map(|s| series_tuple(py, s))
-        .collect::<PyResult<_>>()?;
-    Ok((end, starts, series, report_tuple(report), plugins))
+    Ok(SegmentRecord {
+        end,
+        starts,
+        series: series_records(py, series)?,
+        report: Py::new(py, FileReportRecord::from(report))?,
+        plugins,
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SegmentRecord>()?;
+    m.add_class::<StepIndexRecord>()?;
+    m.add_class::<SegmentIndexRecord>()?;
     m.add_function(wrap_pyfunction!(index_segment, m)?)?;
     m.add_function(wrap_pyfunction!(read_segment, m)?)?;
     // Whole numbers of basis points, as TensorBoard lists them.

@@ -2,19 +2,21 @@
 
 use std::collections::HashSet;
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::chart::{charts, Chart};
+use crate::chart::charts;
 use crate::data_compat::Stats;
-use crate::logdir::{Logdir, LogdirError, Selection, Series};
-use crate::rebin::{rebin, thin_indices};
-use crate::report::FileReport;
+use crate::logdir::{LogdirError, Selection};
+use crate::rebin::rebin;
+use crate::thin::thin_indices;
+use records::{ChartsRecord, LogdirRecord, RebinRecord};
 
 mod batch;
 mod binning;
 mod follow;
+mod records;
 mod writer;
 
 impl From<LogdirError> for PyErr {
@@ -28,35 +30,6 @@ impl From<LogdirError> for PyErr {
     }
 }
 
-type Array1<'py, T> = Bound<'py, PyArray1<T>>;
-type Array2<'py> = Bound<'py, PyArray2<f64>>;
-
-/// (path, summary, has_problems, incomplete_tail_offset)
-type ReportTuple = (String, String, bool, Option<u64>);
-
-/// (run, tag, steps, wall_times, buckets (n, 3), offsets (steps + 1), stats (steps, 8))
-type SeriesTuple<'py> = (
-    String,
-    String,
-    Array1<'py, i64>,
-    Array1<'py, f64>,
-    Array2<'py>,
-    Array1<'py, i64>,
-    Array2<'py>,
-);
-
-/// (run, tag, steps, wall_times, edges, counts (steps, bins), nonfinite_buckets, nonfinite_count)
-type ChartTuple<'py> = (
-    String,
-    String,
-    Array1<'py, i64>,
-    Array1<'py, f64>,
-    Array1<'py, f64>,
-    Array2<'py>,
-    usize,
-    f64,
-);
-
 fn selection(runs: Option<Vec<String>>, tags: Option<Vec<String>>) -> Selection {
     Selection {
         runs: runs.map(|r| r.into_iter().collect::<HashSet<_>>()),
@@ -64,122 +37,57 @@ fn selection(runs: Option<Vec<String>>, tags: Option<Vec<String>>) -> Selection 
     }
 }
 
-fn matrix<'py>(py: Python<'py>, flat: Vec<f64>, columns: usize) -> PyResult<Array2<'py>> {
-    let rows = flat.len() / columns;
-    flat.into_pyarray(py).reshape([rows, columns])
-}
-
-fn report_tuple(r: FileReport) -> ReportTuple {
-    (
-        r.path.display().to_string(),
-        r.summary(),
-        r.has_problems(),
-        r.incomplete_tail,
-    )
-}
-
-fn series_tuple(py: Python<'_>, s: Series) -> PyResult<SeriesTuple<'_>> {
-    let offsets: Vec<i64> = s.offsets.iter().map(|&o| o as i64).collect();
-    let stats: Vec<f64> = s.stats.iter().flat_map(|st| st.to_array()).collect();
-    Ok((
-        s.run,
-        s.tag,
-        s.steps.into_pyarray(py),
-        s.wall_times.into_pyarray(py),
-        matrix(py, s.buckets, 3)?,
-        offsets.into_pyarray(py),
-        matrix(py, stats, Stats::NAMES.len())?,
-    ))
-}
-
-fn chart_tuple(py: Python<'_>, c: Chart, bins: usize) -> PyResult<ChartTuple<'_>> {
-    Ok((
-        c.run,
-        c.tag,
-        c.steps.into_pyarray(py),
-        c.wall_times.into_pyarray(py),
-        c.bins.edges.into_pyarray(py),
-        matrix(py, c.bins.counts, bins)?,
-        c.bins.nonfinite_buckets,
-        c.bins.nonfinite_count,
-    ))
+fn check_bins(bins: usize) -> PyResult<()> {
+    if bins == 0 {
+        return Err(PyValueError::new_err("bins must be at least 1"));
+    }
+    Ok(())
 }
 
 /// Reads every histogram of the selected runs and tags of `logdir`: a path, or
 /// several `(name, path)` pairs whose runs are named `name/run`.
-///
-/// Returns (every run name, series tuples, report tuples).
 #[pyfunction]
 #[pyo3(signature = (logdir, runs=None, tags=None))]
-fn load_histograms<'py>(
-    py: Python<'py>,
+fn load_histograms(
+    py: Python<'_>,
     logdir: batch::Logdirs,
     runs: Option<Vec<String>>,
     tags: Option<Vec<String>>,
-) -> PyResult<(Vec<String>, Vec<SeriesTuple<'py>>, Vec<ReportTuple>)> {
+) -> PyResult<LogdirRecord> {
     let selection = selection(runs, tags);
-    let Logdir {
-        runs,
-        series,
-        reports,
-    } = py.detach(|| logdir.load(&selection))?;
-    let series = series
-        .into_iter()
-        .map(|s| series_tuple(py, s))
-        .collect::<PyResult<_>>()?;
-    Ok((
-        runs,
-        series,
-        reports.into_iter().map(report_tuple).collect(),
-    ))
+    let logdir = py.detach(|| logdir.load(&selection))?;
+    LogdirRecord::new(py, logdir)
 }
 
 /// Reads the selected histograms of `logdir` (as for `load_histograms`) as charts: thinned and rebinned.
-///
-/// Returns (every run name, chart tuples, report tuples).
 #[pyfunction]
 #[pyo3(signature = (logdir, bins, max_steps, runs=None, tags=None))]
-fn read_charts<'py>(
-    py: Python<'py>,
+fn read_charts(
+    py: Python<'_>,
     logdir: batch::Logdirs,
     bins: usize,
     max_steps: Option<usize>,
     runs: Option<Vec<String>>,
     tags: Option<Vec<String>>,
-) -> PyResult<(Vec<String>, Vec<ChartTuple<'py>>, Vec<ReportTuple>)> {
-    if bins == 0 {
-        return Err(PyValueError::new_err("bins must be at least 1"));
-    }
+) -> PyResult<ChartsRecord> {
+    check_bins(bins)?;
     let selection = selection(runs, tags);
     let (logdir, charts) = py.detach(|| -> Result<_, LogdirError> {
         let mut logdir = logdir.load(&selection)?;
-        let charts = charts(&logdir.series, bins, max_steps);
-        logdir.series = Vec::new();
+        let charts = charts(&std::mem::take(&mut logdir.series), bins, max_steps);
         Ok((logdir, charts))
     })?;
-    let charts = charts
-        .into_iter()
-        .map(|c| chart_tuple(py, c, bins))
-        .collect::<PyResult<_>>()?;
-    Ok((
-        logdir.runs,
-        charts,
-        logdir.reports.into_iter().map(report_tuple).collect(),
-    ))
+    ChartsRecord::new(py, logdir, charts)
 }
 
 /// Rebins the buckets of several steps, each an (n, 3) float64 array, onto `bins` equal bins.
-///
-/// Returns (edges, counts (steps, bins), nonfinite_buckets, nonfinite_count).
 #[pyfunction(name = "rebin")]
 fn rebin_steps<'py>(
     py: Python<'py>,
     steps: Vec<PyReadonlyArray2<'py, f64>>,
     bins: usize,
-) -> PyResult<(Array1<'py, f64>, Array2<'py>, usize, f64)> {
-    if bins == 0 {
-        return Err(PyValueError::new_err("bins must be at least 1"));
-    }
+) -> PyResult<RebinRecord> {
+    check_bins(bins)?;
     let flat: Vec<Vec<f64>> = steps
         .iter()
         .map(|a| {
@@ -192,18 +100,13 @@ fn rebin_steps<'py>(
         })
         .collect::<PyResult<_>>()?;
     let r = py.detach(|| rebin(&flat.iter().map(Vec::as_slice).collect::<Vec<_>>(), bins));
-    Ok((
-        r.edges.into_pyarray(py),
-        matrix(py, r.counts, bins)?,
-        r.nonfinite_buckets,
-        r.nonfinite_count,
-    ))
+    RebinRecord::new(py, r)
 }
 
-/// The indices `read_charts` keeps of `n` steps with `max_steps` (None: all).
+/// The indices charts keep of `n` steps with `max_steps` (None: all): maidr's.
 #[pyfunction(name = "thin_indices")]
 #[pyo3(signature = (n, max_steps))]
-fn thin<'py>(py: Python<'py>, n: usize, max_steps: Option<usize>) -> Array1<'py, i64> {
+fn thin<'py>(py: Python<'py>, n: usize, max_steps: Option<usize>) -> Bound<'py, PyArray1<i64>> {
     thin_indices(n, max_steps)
         .into_iter()
         .map(|i| i as i64)
@@ -219,6 +122,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rebin_steps, m)?)?;
     m.add_function(wrap_pyfunction!(thin, m)?)?;
     m.add("STAT_NAMES", Stats::NAMES.to_vec())?;
+    records::register(m)?;
     writer::register(m)?;
     batch::register(m)?;
     binning::register(m)?;
