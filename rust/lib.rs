@@ -18,6 +18,7 @@ pub mod proto;
 pub mod proto_view;
 pub mod rebin;
 pub mod report;
+pub mod run_loader;
 pub mod tf_record;
 pub mod thin;
 pub mod wire;

@@ -155,44 +155,32 @@ class RunPlan:
     def __reduce__(self) -> tuple[type[RunPlan], tuple[list[list[bool]], int]]: ...
 
 @final
-class SegmentRecord:
-    end: Final[int]
-    starts: Final[list[int]]
-    series: Final[list[SeriesRecord]]
-    report: Final[FileReport]
-    plugins: Final[dict[str, str]]
-
-@final
-class StepIndexRecord:
-    tag: Final[str]
+class TagIndexRecord:
+    generation: Final[int]
     steps: Final[_I64]
     wall_times: Final[_F64]
     stats: Final[_F64]
     percentiles: Final[_F64]
+    segments: Final[_I64]
 
 @final
-class SegmentIndexRecord:
-    end: Final[int]
-    starts: Final[list[int]]
-    series: Final[list[StepIndexRecord]]
-    report: Final[FileReport]
-    plugins: Final[dict[str, str]]
-
-def index_segment(
-    run: str,
-    path: str | os.PathLike[str],
-    start: int,
-    max_bytes: int,
-    plugins: dict[str, str],
-) -> SegmentIndexRecord: ...
-def read_segment(
-    run: str,
-    path: str | os.PathLike[str],
-    start: int,
-    max_bytes: int,
-    plugins: dict[str, str],
-    tags: list[str] | None = None,
-) -> SegmentRecord: ...
+class RunLoader:
+    def __new__(cls, name: str) -> Self: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def segment_count(self) -> int: ...
+    @property
+    def offsets(self) -> dict[str, int]: ...
+    @property
+    def tags(self) -> list[str]: ...
+    def read(
+        self, files: list[str | os.PathLike[str]], max_bytes: int, budget_seconds: float
+    ) -> bool: ...
+    def index(self, tag: str, start: int = 0, stop: int | None = None) -> TagIndexRecord | None: ...
+    def buckets(self, tag: str, step: int) -> _F64 | None: ...
 
 @final
 class EventFileWriter:

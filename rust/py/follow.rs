@@ -1,132 +1,155 @@
-//! Bindings for following growing events files: one segment of records at a time.
+//! Bindings for following growing log directories: a run's loader and its index.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::prelude::*;
 
-use super::records::{matrix, series_records, stats_matrix, FileReportRecord, SeriesRecord};
+use super::records::{matrix, stats_matrix};
 use crate::compressor::BASIS_POINTS;
-use crate::follow::{
-    index_segment as index, read_segment as read, Segment, SegmentIndex, StepIndex,
-};
+use crate::run_loader::{read, Progress, RunLoader as CoreLoader, TagIndex};
 
-/// One read of a file's next whole records, each tag's series with its buckets.
+/// Rows of one tag's index: per step, in step order, no buckets.
 #[pyclass(frozen, get_all, module = "histoscope._core")]
-pub struct SegmentRecord {
-    /// The offset just past the last whole record read: where the next read starts.
-    pub end: u64,
-    /// The steps of the `SessionLog.START`s read.
-    pub starts: Vec<i64>,
-    pub series: Vec<Py<SeriesRecord>>,
-    pub report: Py<FileReportRecord>,
-    /// The run's map of tag to plugin after this segment.
-    pub plugins: HashMap<String, String>,
-}
-
-/// One tag's steps in a segment without their buckets: what a viewer keeps per step.
-#[pyclass(frozen, get_all, module = "histoscope._core")]
-pub struct StepIndexRecord {
-    pub tag: String,
+pub struct TagIndexRecord {
+    /// Counts up whenever a restart drops steps already indexed.
+    pub generation: u64,
     pub steps: Py<PyArray1<i64>>,
     pub wall_times: Py<PyArray1<f64>>,
     /// `(steps, len(STAT_NAMES))`.
     pub stats: Py<PyArray2<f64>>,
     /// `(steps, len(BASIS_POINTS))`: TensorBoard's distribution percentiles.
     pub percentiles: Py<PyArray2<f64>>,
+    /// Which segment of the run holds each step's buckets.
+    pub segments: Py<PyArray1<i64>>,
 }
 
-impl StepIndexRecord {
-    fn new(py: Python<'_>, s: StepIndex) -> PyResult<Self> {
-        let percentiles: Vec<f64> = s.percentiles.into_iter().flatten().collect();
-        Ok(StepIndexRecord {
-            stats: stats_matrix(py, &s.stats)?,
+impl TagIndexRecord {
+    fn new(py: Python<'_>, index: TagIndex) -> PyResult<Self> {
+        let percentiles: Vec<f64> = index.percentiles.into_iter().flatten().collect();
+        let segments: Vec<i64> = index.segments.into_iter().map(|s| s as i64).collect();
+        Ok(TagIndexRecord {
+            generation: index.generation,
+            stats: stats_matrix(py, &index.stats)?,
             percentiles: matrix(py, percentiles, BASIS_POINTS.len())?,
-            steps: s.steps.into_pyarray(py).unbind(),
-            wall_times: s.wall_times.into_pyarray(py).unbind(),
-            tag: s.tag,
+            steps: index.steps.into_pyarray(py).unbind(),
+            wall_times: index.wall_times.into_pyarray(py).unbind(),
+            segments: segments.into_pyarray(py).unbind(),
         })
     }
 }
 
-/// A [`SegmentRecord`] with each series reduced to its step index.
-#[pyclass(frozen, get_all, module = "histoscope._core")]
-pub struct SegmentIndexRecord {
-    pub end: u64,
-    pub starts: Vec<i64>,
-    pub series: Vec<Py<StepIndexRecord>>,
-    pub report: Py<FileReportRecord>,
-    pub plugins: HashMap<String, String>,
+/// A run followed as its files grow (see the core's `run_loader`).
+#[pyclass(frozen, name = "RunLoader", module = "histoscope._core")]
+pub struct RunLoaderHandle {
+    loader: Mutex<CoreLoader>,
 }
 
-/// Indexes the whole records of `path` from byte `start`, about `max_bytes` of
-/// them: per tag and step, the statistics and TensorBoard's percentiles, no buckets.
-#[pyfunction]
-fn index_segment(
-    py: Python<'_>,
-    run: &str,
-    path: PathBuf,
-    start: u64,
-    max_bytes: u64,
-    mut plugins: HashMap<String, String>,
-) -> PyResult<SegmentIndexRecord> {
-    let SegmentIndex {
-        end,
-        starts,
-        series,
-        report,
-    } = py.detach(|| index(run, &path, start, max_bytes, &mut plugins));
-    let series = series
-        .into_iter()
-        .map(|s| Py::new(py, StepIndexRecord::new(py, s)?))
-        .collect::<PyResult<_>>()?;
-    Ok(SegmentIndexRecord {
-        end,
-        starts,
-        series,
-        report: Py::new(py, FileReportRecord::from(report))?,
-        plugins,
-    })
+impl RunLoaderHandle {
+    fn lock(&self) -> MutexGuard<'_, CoreLoader> {
+        self.loader.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
-/// Reads the whole records of `path` from byte `start`, about `max_bytes` of them.
-///
-/// `plugins` is the run's tag-to-plugin map from its records read before; the
-/// map returned adds this segment's. The next read starts at the end offset.
-#[pyfunction]
-#[pyo3(signature = (run, path, start, max_bytes, plugins, tags=None))]
-fn read_segment(
-    py: Python<'_>,
-    run: &str,
-    path: PathBuf,
-    start: u64,
-    max_bytes: u64,
-    mut plugins: HashMap<String, String>,
-    tags: Option<Vec<String>>,
-) -> PyResult<SegmentRecord> {
-    let tags: Option<HashSet<String>> = tags.map(|t| t.into_iter().collect());
-    let Segment {
-        end,
-        starts,
-        series,
-        report,
-    } = py.detach(|| read(run, &path, start, max_bytes, &mut plugins, tags.as_ref()));
-    Ok(SegmentRecord {
-        end,
-        starts,
-        series: series_records(py, series)?,
-        report: Py::new(py, FileReportRecord::from(report))?,
-        plugins,
-    })
+#[pymethods]
+impl RunLoaderHandle {
+    #[new]
+    fn new(name: &str) -> Self {
+        RunLoaderHandle {
+            loader: Mutex::new(CoreLoader::new(name)),
+        }
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.lock().name().to_owned()
+    }
+
+    /// Counts up with every segment read.
+    #[getter]
+    fn version(&self) -> u64 {
+        self.lock().version()
+    }
+
+    /// How many segments (stretches of whole records) have been read.
+    #[getter]
+    fn segment_count(&self) -> usize {
+        self.lock().segment_count()
+    }
+
+    /// Where each file was read up to.
+    #[getter]
+    fn offsets(&self) -> HashMap<String, u64> {
+        let run = self.lock();
+        run.offsets()
+            .iter()
+            .map(|(path, &end)| (path.to_string_lossy().into_owned(), end))
+            .collect()
+    }
+
+    /// The tags indexed so far, sorted.
+    #[getter]
+    fn tags(&self) -> Vec<String> {
+        self.lock().tags().map(str::to_owned).collect()
+    }
+
+    /// Reads what was appended to `files` since, `max_bytes` a segment, for about
+    /// `budget_seconds`; returns whether every file was read to its last whole record.
+    fn read(
+        &self,
+        py: Python<'_>,
+        files: Vec<PathBuf>,
+        max_bytes: u64,
+        budget_seconds: f64,
+    ) -> bool {
+        let budget = Duration::from_secs_f64(budget_seconds.max(0.0));
+        let progress = py.detach(|| {
+            read(
+                &self.loader,
+                &files,
+                max_bytes.max(1),
+                Instant::now() + budget,
+            )
+        });
+        progress == Progress::CaughtUp
+    }
+
+    /// Rows `start:stop` of the index of `tag` (default: all), or None for an unknown tag.
+    #[pyo3(signature = (tag, start=0, stop=None))]
+    fn index(
+        &self,
+        py: Python<'_>,
+        tag: &str,
+        start: usize,
+        stop: Option<usize>,
+    ) -> PyResult<Option<TagIndexRecord>> {
+        let rows = self
+            .lock()
+            .tag(tag)
+            .map(|index| index.rows(start, stop.unwrap_or(usize::MAX)));
+        rows.map(|rows| TagIndexRecord::new(py, rows)).transpose()
+    }
+
+    /// The `(k, 3)` buckets of `tag` at `step`, read again from the file; None if there is no such step.
+    fn buckets<'py>(
+        &self,
+        py: Python<'py>,
+        tag: &str,
+        step: i64,
+    ) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+        let found = py.detach(|| self.lock().buckets(tag, step));
+        found
+            .map(|flat| Ok(matrix(py, flat, 3)?.into_bound(py)))
+            .transpose()
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<SegmentRecord>()?;
-    m.add_class::<StepIndexRecord>()?;
-    m.add_class::<SegmentIndexRecord>()?;
-    m.add_function(wrap_pyfunction!(index_segment, m)?)?;
-    m.add_function(wrap_pyfunction!(read_segment, m)?)?;
+    m.add_class::<TagIndexRecord>()?;
+    m.add_class::<RunLoaderHandle>()?;
     // Whole numbers of basis points, as TensorBoard lists them.
     m.add("BASIS_POINTS", BASIS_POINTS.map(|bp| bp as u32).to_vec())?;
     Ok(())
