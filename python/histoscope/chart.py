@@ -13,7 +13,7 @@ __all__ = ["TensorBoardChart"]
 
 
 def _frozen(array: npt.ArrayLike, dtype: type, ndim: int, name: str) -> np.ndarray:
-    out = np.array(array, dtype=dtype, copy=True)
+    out: np.ndarray = np.array(array, dtype=dtype, copy=True)
     if out.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {out.shape}")
     out.setflags(write=False)
@@ -38,6 +38,12 @@ class TensorBoardChart:
     """
 
     __slots__ = ("_tag", "_run", "_steps", "_wall_times", "_edges", "_counts")
+    _tag: str
+    _run: str
+    _steps: np.ndarray
+    _wall_times: np.ndarray
+    _edges: np.ndarray
+    _counts: np.ndarray
 
     def __init__(
         self,

@@ -55,6 +55,13 @@ def load_histograms(
     current Dask scheduler, e.g. a ``dask.distributed.Client``'s cluster.
 
     Example:
+        >>> import histoscope.dask
+        >>> frame = histoscope.dask.load_histograms("examples/logdir")
+        >>> frame.npartitions, len(frame.compute())
+        (3, 47)
+
+        On a cluster:
+
         >>> from dask.distributed import Client  # doctest: +SKIP
         >>> client = Client("tcp://scheduler:8786")  # doctest: +SKIP
         >>> frame = histoscope.dask.load_histograms("s3://bucket/sweep/*")  # doctest: +SKIP

@@ -54,9 +54,10 @@ def load_histograms(
 
     Example:
         >>> import histoscope
-        >>> data = histoscope.load_histograms("runs/", tags=["weights"])  # doctest: +SKIP
-        >>> data["weights"]["train"].buckets[0].shape  # doctest: +SKIP
-        (30, 3)
+        >>> data = histoscope.load_histograms("examples/logdir", tags=["tbx/uniform_bins10"])
+        >>> series = data["tbx/uniform_bins10"]["tensorboardx"]
+        >>> len(series), series.buckets[0].shape
+        (15, (10, 3))
     """
     logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
@@ -91,9 +92,12 @@ def read_tensorboard_histograms(
 
     Example:
         >>> import histoscope
-        >>> charts = histoscope.read_tensorboard_histograms("runs/", bins=40)  # doctest: +SKIP
-        >>> charts[0].counts.shape  # doctest: +SKIP
-        (20, 40)
+        >>> charts = histoscope.read_tensorboard_histograms("examples/logdir", bins=40, max_steps=10)
+        >>> chart = charts[-1]
+        >>> chart.tag, chart.run, chart.counts.shape
+        ('tbx/uniform_bins10', 'tensorboardx', (10, 40))
+        >>> chart.steps.tolist()  # maidr's evenly spaced choice, first and last kept
+        [0, 2, 3, 5, 6, 8, 9, 11, 12, 14]
     """
     logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
@@ -132,7 +136,9 @@ def read_tensorboard_histograms(
     ]
 
 
-def _core_logdirs(logdirs: list[LogdirRef], several: bool) -> str | list[tuple[str, str]]:
+def _core_logdirs(
+    logdirs: list[LogdirRef], several: bool
+) -> str | list[tuple[str, str | os.PathLike[str]]]:
     """The ``logdir`` argument of the Rust core: one path, or (name, path) pairs."""
     return [(ref.name, ref.path) for ref in logdirs] if several else logdirs[0].path
 

@@ -84,6 +84,7 @@ def resolve_logdirs(
     Several are asked for by a list or a pattern (even when it matches one
     directory), so run names do not depend on how many directories matched.
     """
+    items: list[object]
     several = not isinstance(logdir, (str, os.PathLike))
     if several:
         if not isinstance(logdir, Iterable):

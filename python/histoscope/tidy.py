@@ -69,9 +69,13 @@ def to_arrow(series: SeriesInput) -> pyarrow.Table:
     one `HistogramSeries` or several; rows in that order, then by step.
 
     Example:
-        >>> data = histoscope.load_histograms("runs/")  # doctest: +SKIP
-        >>> histoscope.to_arrow(data).column_names[:7]  # doctest: +SKIP
+        >>> import histoscope
+        >>> data = histoscope.load_histograms("examples/logdir")
+        >>> table = histoscope.to_arrow(data)
+        >>> table.column_names[:7]
         ['run', 'tag', 'step', 'wall_time', 'left', 'right', 'count']
+        >>> table.num_rows
+        47
     """
     return table_of_records([s.record for s in _flatten(series)])
 
@@ -142,7 +146,7 @@ def _flatten(series: SeriesInput) -> list[HistogramSeries]:
     if isinstance(series, HistogramSeries):
         return [series]
     if isinstance(series, Mapping):
-        out = []
+        out: list[HistogramSeries] = []
         for tag, by_run in series.items():
             if not isinstance(by_run, Mapping):
                 raise TypeError(
