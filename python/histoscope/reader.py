@@ -92,7 +92,8 @@ def read_tensorboard_histograms(
 
     Example:
         >>> import histoscope
-        >>> charts = histoscope.read_tensorboard_histograms("examples/logdir", bins=40, max_steps=10)
+        >>> charts = histoscope.read_tensorboard_histograms(
+        ...     "examples/logdir", bins=40, max_steps=10)
         >>> chart = charts[-1]
         >>> chart.tag, chart.run, chart.counts.shape
         ('tbx/uniform_bins10', 'tensorboardx', (10, 40))
