@@ -6,8 +6,10 @@
 
 use thiserror::Error;
 
-use crate::proto::{dtype, HistoscopeStats, TensorProto};
+use crate::float16::{bfloat16_to_f64, half_to_f64};
+use crate::proto::{dtype, TensorProto};
 use crate::proto_view::HistogramView;
+pub use crate::stats::Stats;
 
 /// Why a histogram value could not be turned into buckets.
 #[derive(Debug, Error, PartialEq)]
@@ -24,134 +26,6 @@ pub enum CompatError {
     TooManyValues { got: usize, want: usize },
     #[error("histoscope histogram has {counts} counts but {limits} bucket limits")]
     EdgeCountMismatch { counts: usize, limits: usize },
-}
-
-/// The summary statistics some writers store beside the buckets; NaN where absent.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stats {
-    pub count: f64,
-    pub min: f64,
-    pub max: f64,
-    pub mean: f64,
-    pub std: f64,
-    pub nonfinite: f64,
-    pub below: f64,
-    pub above: f64,
-}
-
-impl Stats {
-    /// The names of the fields, in order, as the Python API exposes them.
-    pub const NAMES: [&'static str; 8] = [
-        "count",
-        "min",
-        "max",
-        "mean",
-        "std",
-        "nonfinite",
-        "below",
-        "above",
-    ];
-
-    pub const MISSING: Stats = Stats {
-        count: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-        mean: f64::NAN,
-        std: f64::NAN,
-        nonfinite: f64::NAN,
-        below: f64::NAN,
-        above: f64::NAN,
-    };
-
-    /// The inverse of [`Stats::to_array`].
-    pub fn from_array(values: [f64; 8]) -> Stats {
-        let [count, min, max, mean, std, nonfinite, below, above] = values;
-        Stats {
-            count,
-            min,
-            max,
-            mean,
-            std,
-            nonfinite,
-            below,
-            above,
-        }
-    }
-
-    pub fn to_array(self) -> [f64; 8] {
-        [
-            self.count,
-            self.min,
-            self.max,
-            self.mean,
-            self.std,
-            self.nonfinite,
-            self.below,
-            self.above,
-        ]
-    }
-
-    /// The statistics histoscope stores beside its histograms.
-    pub fn of_histoscope(s: &HistoscopeStats) -> Stats {
-        Stats {
-            count: s.count,
-            min: s.min,
-            max: s.max,
-            mean: s.mean,
-            std: s.std,
-            nonfinite: s.nonfinite,
-            below: s.below,
-            above: s.above,
-        }
-    }
-
-    /// The extension histoscope writes beside a histogram whose first edge is `first_edge`.
-    pub fn to_histoscope(self, first_edge: f64) -> HistoscopeStats {
-        let Stats {
-            count,
-            min,
-            max,
-            mean,
-            std,
-            nonfinite,
-            below,
-            above,
-        } = self;
-        HistoscopeStats {
-            first_edge,
-            count,
-            min,
-            max,
-            mean,
-            std,
-            nonfinite,
-            below,
-            above,
-        }
-    }
-
-    /// What a `HistogramProto` holds: count, min, max, and the sums that give mean and std.
-    pub fn of_legacy(h: &HistogramView<'_>) -> Stats {
-        let (mean, std) = if h.num > 0.0 {
-            let mean = h.sum / h.num;
-            (mean, (h.sum_squares / h.num - mean * mean).max(0.0).sqrt())
-        } else {
-            (f64::NAN, f64::NAN)
-        };
-        let (min, max) = if h.num > 0.0 {
-            (h.min, h.max)
-        } else {
-            (f64::NAN, f64::NAN)
-        };
-        Stats {
-            count: h.num,
-            min,
-            max,
-            mean,
-            std,
-            ..Stats::MISSING
-        }
-    }
 }
 
 /// Appends the buckets of a legacy histogram to `out`, three values per bucket.
@@ -297,24 +171,6 @@ fn extend_vals<T>(
     let last = vals.last().map_or(0.0, &convert);
     out.resize(out.len() + n - vals.len(), last);
     Ok(())
-}
-
-/// IEEE 754 binary16 to float64.
-pub fn half_to_f64(bits: u16) -> f64 {
-    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exponent = i32::from((bits >> 10) & 0x1f);
-    let mantissa = f64::from(bits & 0x3ff);
-    sign * match exponent {
-        0 => mantissa * 2f64.powi(-24),
-        31 if mantissa == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1.0 + mantissa / 1024.0) * 2f64.powi(e - 15),
-    }
-}
-
-/// bfloat16 (the top half of a float32) to float64.
-pub fn bfloat16_to_f64(bits: u16) -> f64 {
-    f64::from(f32::from_bits(u32::from(bits) << 16))
 }
 
 #[cfg(test)]
@@ -485,13 +341,5 @@ mod tests {
             decode(&t),
             Err(CompatError::TooManyValues { got: 4, want: 3 })
         );
-    }
-
-    #[test]
-    fn half_specials() {
-        assert_eq!(half_to_f64(0x7c00), f64::INFINITY);
-        assert!(half_to_f64(0x7e00).is_nan());
-        assert_eq!(half_to_f64(0x0001), 2f64.powi(-24));
-        assert_eq!(half_to_f64(0x8000), -0.0);
     }
 }
