@@ -18,7 +18,7 @@ pub const MAX_BINS: usize = 512;
 #[derive(Debug, Error, PartialEq)]
 pub enum EdgesError {
     #[error("bins must be from 1 to {MAX_BINS}, got {0}")]
-    BinCount(usize),
+    BinCount(i64),
     #[error("edges must be from 2 to {max} values, got {0}", max = MAX_BINS + 1)]
     EdgeCount(usize),
     #[error("edges must be finite, got {value} at index {index}")]
@@ -33,9 +33,10 @@ pub enum EdgesError {
     BadRange { lo: f64, hi: f64 },
 }
 
-/// Checks a number of equal bins against [`MAX_BINS`].
-pub fn check_bin_count(count: usize) -> Result<(), EdgesError> {
-    if (1..=MAX_BINS).contains(&count) {
+/// Checks a number of equal bins against [`MAX_BINS`]; signed, so that a
+/// negative number from Python is refused with the same message.
+pub fn check_bin_count(count: i64) -> Result<(), EdgesError> {
+    if (1..=MAX_BINS as i64).contains(&count) {
         Ok(())
     } else {
         Err(EdgesError::BinCount(count))
@@ -73,14 +74,27 @@ pub fn check_range(lo: f64, hi: f64) -> Result<(), EdgesError> {
 /// numpy's default range for values from `min` to `max`: those two, a zero
 /// span widened by [`widen`], and (0, 1) when there are no values (`min > max`
 /// or either is NaN).
+///
+/// A span so narrow beside its magnitude that equal bins of it would not
+/// have distinct float64 edges (numpy raises "too many bins" there) is
+/// widened as a constant at its middle would be.
 pub fn default_range(min: f64, max: f64) -> (f64, f64) {
     if !(min <= max) {
         (0.0, 1.0)
     } else if min == max {
         widen(min)
+    } else if max - min <= relative_half(min.abs().max(max.abs())) {
+        widen(min + (max - min) / 2.0)
     } else {
         (min, max)
     }
+}
+
+/// 2^-40 of a magnitude: far wider than the 2^-52 rounding of an edge, so
+/// that even [`MAX_BINS`] bins of twice this have distinct edges, and far
+/// narrower than any spread of values worth seeing.
+fn relative_half(magnitude: f64) -> f64 {
+    magnitude * 2f64.powi(-40)
 }
 
 /// A span of zero width around `value`: a half on each side, as numpy does.
@@ -88,11 +102,10 @@ pub fn default_range(min: f64, max: f64) -> (f64, f64) {
 /// A value too large for a half to move it (numpy raises "too many bins"
 /// there, and rebinning a constant 1e20 made bins of zero width) is widened
 /// by 2^-40 of itself instead, so that a constant always gets bins of some
-/// width: far wider than the 2^-52 rounding of an edge, far narrower than
-/// any spread of values worth seeing. At the largest finite magnitudes the
-/// span is clamped so that its ends and its width stay finite.
+/// width. At the largest finite magnitudes the span is clamped so that its
+/// ends and its width stay finite.
 pub fn widen(value: f64) -> (f64, f64) {
-    let half = 0.5f64.max(value.abs() * 2f64.powi(-40));
+    let half = 0.5f64.max(relative_half(value.abs()));
     let (lo, hi) = (value - half, value + half);
     if (hi - lo).is_finite() {
         (lo, hi)
@@ -140,6 +153,13 @@ mod tests {
         assert_eq!(default_range(2.0, 2.0), (1.5, 2.5));
         assert_eq!(default_range(f64::INFINITY, f64::NEG_INFINITY), (0.0, 1.0));
         assert_eq!(default_range(f64::NAN, f64::NAN), (0.0, 1.0));
+        // Two neighbouring float64 values near 1e20: numpy finds no room for bins.
+        let (lo, hi) = default_range(1e20, 1e20f64.next_up());
+        assert!(lo < 1e20 && hi > 1e20f64.next_up());
+        let edges = uniform_edges(lo, hi, MAX_BINS);
+        assert!(edges.windows(2).all(|w| w[0] < w[1]));
+        // A narrow span of small values is numpy's own.
+        assert_eq!(default_range(1.0, 1.0 + 1e-9), (1.0, 1.0 + 1e-9));
     }
 
     #[test]
@@ -161,10 +181,13 @@ mod tests {
     #[test]
     fn the_bin_limit_and_its_messages() {
         assert_eq!(check_bin_count(1), Ok(()));
-        assert_eq!(check_bin_count(MAX_BINS), Ok(()));
+        assert_eq!(check_bin_count(MAX_BINS as i64), Ok(()));
+        assert_eq!(check_bin_count(-3), Err(EdgesError::BinCount(-3)));
         assert_eq!(check_bin_count(0), Err(EdgesError::BinCount(0)));
         assert_eq!(
-            check_bin_count(MAX_BINS + 1).unwrap_err().to_string(),
+            check_bin_count(MAX_BINS as i64 + 1)
+                .unwrap_err()
+                .to_string(),
             "bins must be from 1 to 512, got 513"
         );
         assert_eq!(check_edges(&[0.0, 1.0]), Ok(()));

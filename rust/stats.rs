@@ -129,4 +129,46 @@ impl Stats {
             ..Stats::MISSING
         }
     }
+
+    /// What the buckets of a `histograms` tensor (TF2) tell: the count is the
+    /// sum of the counts, min the left edge of the first non-empty bucket and
+    /// max the right edge of the last; the rest is not stored, so NaN.
+    pub fn of_buckets(buckets: &[f64]) -> Stats {
+        let rows = buckets.chunks_exact(3);
+        let count = rows.clone().map(|b| b[2]).sum();
+        let mut filled = rows.filter(|b| b[2] > 0.0);
+        let first = filled.next();
+        let last = filled.next_back().or(first);
+        Stats {
+            count,
+            min: first.map_or(f64::NAN, |b| b[0]),
+            max: last.map_or(f64::NAN, |b| b[1]),
+            ..Stats::MISSING
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensor_stats_come_from_the_buckets() {
+        let buckets = [
+            -3.0, -2.0, 0.0, //
+            -2.0, -1.0, 4.0, //
+            -1.0, 0.0, 0.0, //
+            0.0, 1.0, 2.0, //
+            1.0, 2.0, 0.0,
+        ];
+        let s = Stats::of_buckets(&buckets);
+        assert_eq!((s.count, s.min, s.max), (6.0, -2.0, 1.0));
+        assert!(s.mean.is_nan() && s.std.is_nan() && s.nonfinite.is_nan());
+        let one = Stats::of_buckets(&[0.5, 0.75, 3.0]);
+        assert_eq!((one.count, one.min, one.max), (3.0, 0.5, 0.75));
+        let empty = Stats::of_buckets(&[0.0, 1.0, 0.0]);
+        assert_eq!(empty.count, 0.0);
+        assert!(empty.min.is_nan() && empty.max.is_nan());
+        assert_eq!(Stats::of_buckets(&[]).count, 0.0);
+    }
 }

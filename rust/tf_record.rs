@@ -88,11 +88,6 @@ impl<R: Read> RecordReader<R> {
         self.limit
     }
 
-    /// Raises the known input length, for a file that has grown since.
-    pub fn set_limit(&mut self, limit: Option<u64>) {
-        self.limit = limit;
-    }
-
     /// The next record, `Ok(None)` at a clean end of input.
     ///
     /// A bad data checksum consumes the record (its length was sound, so the

@@ -172,7 +172,7 @@ pub fn histogram(
 fn check_bins(bins: Bins<'_>) -> Result<(), EdgesError> {
     match bins {
         Bins::Uniform { count, range } => {
-            check_bin_count(count)?;
+            check_bin_count(i64::try_from(count).unwrap_or(i64::MAX))?;
             if let Some((lo, hi)) = range {
                 check_range(lo, hi)?;
             }
