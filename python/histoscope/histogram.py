@@ -259,9 +259,7 @@ def prepare_weights(weights: Any, values: Prepared) -> Prepared | None:
         )
     if isinstance(prepared, np.ndarray):
         prepared = prepared.astype(np.float64, copy=False)
-        _torch.check_weights_are_usable(
-            bool(np.isfinite(prepared).all() and (prepared >= 0).all())
-        )
+        _torch.check_weights_are_usable(bool(np.isfinite(prepared).all() and (prepared >= 0).all()))
     return prepared
 
 
