@@ -281,10 +281,12 @@ fn decode_vals(
     }
 }
 
-/// The most rows a short encoding is expanded to. TensorFlow's writers store
-/// histograms in `tensor_content`; a handful of bytes that claim millions of
-/// rows is damage, and expanding it would allocate far beyond the file.
-pub const MAX_EXPANDED_ROWS: usize = 1 << 16;
+/// The most rows a short encoding is expanded to. TensorFlow's histogram
+/// writers store tensors in `tensor_content` (the short encoding comes from
+/// broadcasting one value, as `make_tensor_proto(0, shape=[k, 3])` does), and
+/// a handful of bytes that claim millions of rows is damage: expanding it
+/// would allocate far beyond the file. 4096 rows is eight times the bin limit.
+pub const MAX_EXPANDED_ROWS: usize = 1 << 12;
 
 /// TensorFlow's short encoding: fewer values than elements repeat the last
 /// one, and none at all means zeros (`tensor_util.make_ndarray`).
