@@ -2,12 +2,16 @@
 //!
 //! Legacy `HistogramProto`s are converted as TensorBoard's `data_compat.py`
 //! does, but without its cast to float32; `histograms` plugin tensors are
-//! taken as they are, from any of the encodings TensorFlow writes.
+//! taken as they are, from any of the encodings TensorFlow writes, and
+//! integer ones widened to float64 as TensorBoard's `make_ndarray` reads them.
 
 use thiserror::Error;
 
-use crate::proto::{dtype, HistoscopeStats, TensorProto};
-use crate::proto_view::HistogramView;
+use crate::float16::{bfloat16_to_f64, half_to_f64};
+use crate::proto::dtype;
+use crate::proto_view::{Encoding, HistogramView, Repeated, TensorView};
+pub use crate::stats::Stats;
+use crate::wire::WireError;
 
 /// Why a histogram value could not be turned into buckets.
 #[derive(Debug, Error, PartialEq)]
@@ -16,142 +20,25 @@ pub enum CompatError {
     MissingLimits { counts: usize, limits: usize },
     #[error("histogram tensor has shape {0:?}, want (k, 3)")]
     BadShape(Vec<i64>),
-    #[error("histogram tensor has unsupported dtype {0}")]
+    #[error("histogram tensor shape is damaged: {0}")]
+    BadShapeProto(WireError),
+    #[error(
+        "histogram tensor has dtype {} ({}); histograms are numbers: a float or integer dtype",
+        dtype::name(*.0),
+        .0
+    )]
     UnsupportedDtype(i32),
     #[error("histogram tensor content has {got} bytes, want {want}")]
     ContentSize { got: usize, want: usize },
     #[error("histogram tensor has {got} values for {want} elements")]
     TooManyValues { got: usize, want: usize },
+    #[error(
+        "histogram tensor claims {rows} rows but stores {got} values; more than \
+         {MAX_EXPANDED_ROWS} rows are never expanded from so few"
+    )]
+    TooShort { rows: usize, got: usize },
     #[error("histoscope histogram has {counts} counts but {limits} bucket limits")]
     EdgeCountMismatch { counts: usize, limits: usize },
-}
-
-/// The summary statistics some writers store beside the buckets; NaN where absent.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stats {
-    pub count: f64,
-    pub min: f64,
-    pub max: f64,
-    pub mean: f64,
-    pub std: f64,
-    pub nonfinite: f64,
-    pub below: f64,
-    pub above: f64,
-}
-
-impl Stats {
-    /// The names of the fields, in order, as the Python API exposes them.
-    pub const NAMES: [&'static str; 8] = [
-        "count",
-        "min",
-        "max",
-        "mean",
-        "std",
-        "nonfinite",
-        "below",
-        "above",
-    ];
-
-    pub const MISSING: Stats = Stats {
-        count: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-        mean: f64::NAN,
-        std: f64::NAN,
-        nonfinite: f64::NAN,
-        below: f64::NAN,
-        above: f64::NAN,
-    };
-
-    /// The inverse of [`Stats::to_array`].
-    pub fn from_array(values: [f64; 8]) -> Stats {
-        let [count, min, max, mean, std, nonfinite, below, above] = values;
-        Stats {
-            count,
-            min,
-            max,
-            mean,
-            std,
-            nonfinite,
-            below,
-            above,
-        }
-    }
-
-    pub fn to_array(self) -> [f64; 8] {
-        [
-            self.count,
-            self.min,
-            self.max,
-            self.mean,
-            self.std,
-            self.nonfinite,
-            self.below,
-            self.above,
-        ]
-    }
-
-    /// The statistics histoscope stores beside its histograms.
-    pub fn of_histoscope(s: &HistoscopeStats) -> Stats {
-        Stats {
-            count: s.count,
-            min: s.min,
-            max: s.max,
-            mean: s.mean,
-            std: s.std,
-            nonfinite: s.nonfinite,
-            below: s.below,
-            above: s.above,
-        }
-    }
-
-    /// The extension histoscope writes beside a histogram whose first edge is `first_edge`.
-    pub fn to_histoscope(self, first_edge: f64) -> HistoscopeStats {
-        let Stats {
-            count,
-            min,
-            max,
-            mean,
-            std,
-            nonfinite,
-            below,
-            above,
-        } = self;
-        HistoscopeStats {
-            first_edge,
-            count,
-            min,
-            max,
-            mean,
-            std,
-            nonfinite,
-            below,
-            above,
-        }
-    }
-
-    /// What a `HistogramProto` holds: count, min, max, and the sums that give mean and std.
-    pub fn of_legacy(h: &HistogramView<'_>) -> Stats {
-        let (mean, std) = if h.num > 0.0 {
-            let mean = h.sum / h.num;
-            (mean, (h.sum_squares / h.num - mean * mean).max(0.0).sqrt())
-        } else {
-            (f64::NAN, f64::NAN)
-        };
-        let (min, max) = if h.num > 0.0 {
-            (h.min, h.max)
-        } else {
-            (f64::NAN, f64::NAN)
-        };
-        Stats {
-            count: h.num,
-            min,
-            max,
-            mean,
-            std,
-            ..Stats::MISSING
-        }
-    }
 }
 
 /// Appends the buckets of a legacy histogram to `out`, three values per bucket.
@@ -211,116 +98,229 @@ pub fn histoscope_buckets(
 }
 
 /// Appends the buckets of a `histograms` plugin tensor of shape (k, 3) to `out`.
-pub fn tensor_buckets(t: &TensorProto, out: &mut Vec<f64>) -> Result<(), CompatError> {
+pub fn tensor_buckets(t: &TensorView<'_>, out: &mut Vec<f64>) -> Result<(), CompatError> {
     let rows = histogram_rows(t)?;
     let n = rows * 3;
+    let format = Format::of(t.dtype)?;
     let start = out.len();
-    if !t.tensor_content.is_empty() {
-        decode_content(t, n, out)?;
+    if !t.content.is_empty() {
+        decode_content(t.content, format, n, out)?;
     } else {
-        match t.dtype {
-            dtype::DOUBLE => extend_vals(out, &t.double_val, n, |&v| v)?,
-            dtype::FLOAT => extend_vals(out, &t.float_val, n, |&v| f64::from(v))?,
-            dtype::HALF => extend_vals(out, &t.half_val, n, |&v| half_to_f64(v as u16))?,
-            dtype::BFLOAT16 => extend_vals(out, &t.half_val, n, |&v| bfloat16_to_f64(v as u16))?,
-            other => return Err(CompatError::UnsupportedDtype(other)),
-        }
+        decode_vals(t, format, n, out)?;
     }
     debug_assert_eq!(out.len() - start, n);
     Ok(())
 }
 
 /// Whether a tensor looks like a histogram: numeric, of shape (k, 3).
-pub fn is_histogram_shaped(t: &TensorProto) -> bool {
-    histogram_rows(t).is_ok()
-        && matches!(
-            t.dtype,
-            dtype::DOUBLE | dtype::FLOAT | dtype::HALF | dtype::BFLOAT16
-        )
+pub fn is_histogram_shaped(t: &TensorView<'_>) -> bool {
+    Format::of(t.dtype).is_ok() && histogram_rows(t).is_ok()
 }
 
-fn histogram_rows(t: &TensorProto) -> Result<usize, CompatError> {
-    let dims: Vec<i64> = t
-        .tensor_shape
-        .iter()
-        .flat_map(|s| s.dim.iter().map(|d| d.size))
-        .collect();
-    match dims[..] {
-        [k, 3] if (0..=i64::from(u32::MAX)).contains(&k) => Ok(k as usize),
-        _ => Err(CompatError::BadShape(dims)),
+fn histogram_rows(t: &TensorView<'_>) -> Result<usize, CompatError> {
+    let mut dims = [0i64; 2];
+    let mut rank = 0;
+    for dim in t.dims() {
+        let dim = dim.map_err(CompatError::BadShapeProto)?;
+        if let Some(slot) = dims.get_mut(rank) {
+            *slot = dim;
+        }
+        rank += 1;
+    }
+    match (rank, dims) {
+        (2, [k, 3]) if (0..=i64::from(u32::MAX)).contains(&k) => Ok(k as usize),
+        _ => Err(CompatError::BadShape(
+            t.dims().map(|d| d.unwrap_or(-1)).collect(),
+        )),
     }
 }
 
-fn decode_content(t: &TensorProto, n: usize, out: &mut Vec<f64>) -> Result<(), CompatError> {
-    let bytes = &t.tensor_content[..];
-    let width = match t.dtype {
-        dtype::DOUBLE => 8,
-        dtype::FLOAT => 4,
-        dtype::HALF | dtype::BFLOAT16 => 2,
-        other => return Err(CompatError::UnsupportedDtype(other)),
-    };
-    if bytes.len() != n * width {
+/// How a dtype's values are stored: their width in `tensor_content`, the
+/// repeated field that holds them otherwise, and their widening to float64.
+#[derive(Clone, Copy)]
+struct Format {
+    width: usize,
+    widen: fn([u8; 8]) -> f64,
+    field: Field,
+}
+
+/// Which `*_val` field holds a dtype's values, and how each is stored there.
+#[derive(Clone, Copy)]
+enum Field {
+    Float,
+    Double,
+    /// `int_val` (int32, int16, int8, uint8, uint16), `int64_val`,
+    /// `uint32_val`, `uint64_val`, `bool_val` or `half_val` (binary16 and
+    /// bfloat16 bits): varints, converted from the 64 bits stored.
+    Varint(
+        for<'b, 'a> fn(&'b TensorView<'a>) -> &'b Repeated<'a>,
+        fn(u64) -> f64,
+    ),
+}
+
+impl Format {
+    fn of(dtype: i32) -> Result<Format, CompatError> {
+        use Field::Varint;
+        let (width, widen, field): (usize, fn([u8; 8]) -> f64, Field) = match dtype {
+            dtype::DOUBLE => (8, |b| f64::from_le_bytes(b), Field::Double),
+            dtype::FLOAT => (4, |b| f64::from(f32::from_le_bytes(le(b))), Field::Float),
+            dtype::HALF => (
+                2,
+                |b| half_to_f64(u16::from_le_bytes(le(b))),
+                Varint(|t| &t.half_val, |v| half_to_f64(v as u16)),
+            ),
+            dtype::BFLOAT16 => (
+                2,
+                |b| bfloat16_to_f64(u16::from_le_bytes(le(b))),
+                Varint(|t| &t.half_val, |v| bfloat16_to_f64(v as u16)),
+            ),
+            dtype::INT8 => (
+                1,
+                |b| f64::from(b[0] as i8),
+                Varint(|t| &t.int_val, |v| f64::from(v as i8)),
+            ),
+            dtype::UINT8 => (
+                1,
+                |b| f64::from(b[0]),
+                Varint(|t| &t.int_val, |v| f64::from(v as u8)),
+            ),
+            dtype::BOOL => (
+                1,
+                |b| f64::from(u8::from(b[0] != 0)),
+                Varint(|t| &t.bool_val, |v| f64::from(u8::from(v != 0))),
+            ),
+            dtype::INT16 => (
+                2,
+                |b| f64::from(i16::from_le_bytes(le(b))),
+                Varint(|t| &t.int_val, |v| f64::from(v as i16)),
+            ),
+            dtype::UINT16 => (
+                2,
+                |b| f64::from(u16::from_le_bytes(le(b))),
+                Varint(|t| &t.int_val, |v| f64::from(v as u16)),
+            ),
+            dtype::INT32 => (
+                4,
+                |b| f64::from(i32::from_le_bytes(le(b))),
+                Varint(|t| &t.int_val, |v| f64::from(v as i32)),
+            ),
+            dtype::UINT32 => (
+                4,
+                |b| f64::from(u32::from_le_bytes(le(b))),
+                Varint(|t| &t.uint32_val, |v| f64::from(v as u32)),
+            ),
+            dtype::INT64 => (
+                8,
+                |b| i64::from_le_bytes(b) as f64,
+                Varint(|t| &t.int64_val, |v| v as i64 as f64),
+            ),
+            dtype::UINT64 => (
+                8,
+                |b| u64::from_le_bytes(b) as f64,
+                Varint(|t| &t.uint64_val, |v| v as f64),
+            ),
+            other => return Err(CompatError::UnsupportedDtype(other)),
+        };
+        Ok(Format {
+            width,
+            widen,
+            field,
+        })
+    }
+}
+
+/// The first `N` of eight little-endian bytes.
+fn le<const N: usize>(b: [u8; 8]) -> [u8; N] {
+    b[..N].try_into().expect("N <= 8")
+}
+
+fn decode_content(
+    bytes: &[u8],
+    format: Format,
+    n: usize,
+    out: &mut Vec<f64>,
+) -> Result<(), CompatError> {
+    let want = n * format.width;
+    if bytes.len() != want {
         return Err(CompatError::ContentSize {
             got: bytes.len(),
-            want: n * width,
+            want,
         });
     }
-    let chunks = bytes.chunks_exact(width);
-    match t.dtype {
-        dtype::DOUBLE => {
-            out.extend(chunks.map(|c| f64::from_le_bytes(c.try_into().expect("8-byte chunk"))))
-        }
-        dtype::FLOAT => out.extend(
-            chunks.map(|c| f64::from(f32::from_le_bytes(c.try_into().expect("4-byte chunk")))),
-        ),
-        dtype::HALF => out.extend(chunks.map(|c| half_to_f64(u16::from_le_bytes([c[0], c[1]])))),
-        _ => out.extend(chunks.map(|c| bfloat16_to_f64(u16::from_le_bytes([c[0], c[1]])))),
-    }
+    out.extend(bytes.chunks_exact(format.width).map(|c| {
+        let mut b = [0u8; 8];
+        b[..c.len()].copy_from_slice(c);
+        (format.widen)(b)
+    }));
     Ok(())
 }
+
+fn decode_vals(
+    t: &TensorView<'_>,
+    format: Format,
+    n: usize,
+    out: &mut Vec<f64>,
+) -> Result<(), CompatError> {
+    match format.field {
+        Field::Double => {
+            let vals = &t.double_val;
+            let len = vals.len(Encoding::Fixed64);
+            extend_vals(out, vals.fixed::<8>().map(f64::from_le_bytes), len, n)
+        }
+        Field::Float => {
+            let vals = &t.float_val;
+            let len = vals.len(Encoding::Fixed32);
+            let widen = |b: [u8; 4]| f64::from(f32::from_le_bytes(b));
+            extend_vals(out, vals.fixed::<4>().map(widen), len, n)
+        }
+        Field::Varint(field, widen) => {
+            let vals = field(t);
+            let len = vals.len(Encoding::Varint);
+            extend_vals(out, vals.varints().map(widen), len, n)
+        }
+    }
+}
+
+/// The most rows a short encoding is expanded to. TensorFlow's histogram
+/// writers store tensors in `tensor_content` (the short encoding comes from
+/// broadcasting one value, as `make_tensor_proto(0, shape=[k, 3])` does), and
+/// a handful of bytes that claim millions of rows is damage: expanding it
+/// would allocate far beyond the file. 4096 rows is eight times the bin limit.
+pub const MAX_EXPANDED_ROWS: usize = 1 << 12;
 
 /// TensorFlow's short encoding: fewer values than elements repeat the last
 /// one, and none at all means zeros (`tensor_util.make_ndarray`).
-fn extend_vals<T>(
+fn extend_vals(
     out: &mut Vec<f64>,
-    vals: &[T],
+    vals: impl Iterator<Item = f64>,
+    len: usize,
     n: usize,
-    convert: impl Fn(&T) -> f64,
 ) -> Result<(), CompatError> {
-    if vals.len() > n {
-        return Err(CompatError::TooManyValues {
-            got: vals.len(),
-            want: n,
+    if len > n {
+        return Err(CompatError::TooManyValues { got: len, want: n });
+    }
+    if len < n && n > 3 * MAX_EXPANDED_ROWS {
+        return Err(CompatError::TooShort {
+            rows: n / 3,
+            got: len,
         });
     }
-    out.extend(vals.iter().map(&convert));
-    let last = vals.last().map_or(0.0, &convert);
-    out.resize(out.len() + n - vals.len(), last);
+    let start = out.len();
+    out.extend(vals);
+    let last = if out.len() > start {
+        out[out.len() - 1]
+    } else {
+        0.0
+    };
+    out.resize(start + n, last);
     Ok(())
-}
-
-/// IEEE 754 binary16 to float64.
-pub fn half_to_f64(bits: u16) -> f64 {
-    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exponent = i32::from((bits >> 10) & 0x1f);
-    let mantissa = f64::from(bits & 0x3ff);
-    sign * match exponent {
-        0 => mantissa * 2f64.powi(-24),
-        31 if mantissa == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1.0 + mantissa / 1024.0) * 2f64.powi(e - 15),
-    }
-}
-
-/// bfloat16 (the top half of a float32) to float64.
-pub fn bfloat16_to_f64(bits: u16) -> f64 {
-    f64::from(f32::from_bits(u32::from(bits) << 16))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{Dim, HistogramProto, TensorShapeProto};
+    use crate::proto::{Dim, HistogramProto, TensorProto, TensorShapeProto};
+    use prost::Message;
 
     fn histo(min: f64, max: f64, limits: &[f64], counts: &[f64]) -> HistogramProto {
         HistogramProto {
@@ -419,8 +419,10 @@ mod tests {
     }
 
     fn decode(t: &TensorProto) -> Result<Vec<f64>, CompatError> {
+        let bytes = t.encode_to_vec();
+        let view = TensorView::decode(&bytes).unwrap();
         let mut out = Vec::new();
-        tensor_buckets(t, &mut out).map(|()| out)
+        tensor_buckets(&view, &mut out).map(|()| out)
     }
 
     #[test]
@@ -469,7 +471,7 @@ mod tests {
 
     #[test]
     fn tensor_errors_name_the_problem() {
-        assert_eq!(decode(&tensor(3, 1)), Err(CompatError::UnsupportedDtype(3)));
+        assert_eq!(decode(&tensor(7, 1)), Err(CompatError::UnsupportedDtype(7)));
         let mut t = tensor(dtype::DOUBLE, 2);
         t.tensor_content = vec![0u8; 8].into();
         assert_eq!(
@@ -488,10 +490,114 @@ mod tests {
     }
 
     #[test]
-    fn half_specials() {
-        assert_eq!(half_to_f64(0x7c00), f64::INFINITY);
-        assert!(half_to_f64(0x7e00).is_nan());
-        assert_eq!(half_to_f64(0x0001), 2f64.powi(-24));
-        assert_eq!(half_to_f64(0x8000), -0.0);
+    fn integer_tensors_are_widened_like_make_ndarray() {
+        let mut t = tensor(dtype::INT32, 1);
+        t.int_val = vec![-2, 3, 40];
+        assert_eq!(decode(&t).unwrap(), vec![-2.0, 3.0, 40.0]);
+        let mut t = tensor(dtype::INT64, 2);
+        t.int64_val = vec![-(1 << 40), 1, 7];
+        assert_eq!(
+            decode(&t).unwrap(),
+            vec![-(1i64 << 40) as f64, 1.0, 7.0, 7.0, 7.0, 7.0]
+        );
+        let mut t = tensor(dtype::UINT64, 1);
+        t.uint64_val = vec![u64::MAX, 0, 1];
+        assert_eq!(decode(&t).unwrap(), vec![u64::MAX as f64, 0.0, 1.0]);
+        let mut t = tensor(dtype::UINT32, 1);
+        t.uint32_val = vec![u32::MAX, 0, 1];
+        assert_eq!(decode(&t).unwrap(), vec![f64::from(u32::MAX), 0.0, 1.0]);
+        for (dtype, stored, want) in [
+            (dtype::INT8, -5, -5.0),
+            (dtype::INT16, -300, -300.0),
+            (dtype::UINT8, 250, 250.0),
+            (dtype::UINT16, 65000, 65000.0),
+        ] {
+            let mut t = tensor(dtype, 1);
+            t.int_val = vec![stored, 1, 2];
+            assert_eq!(decode(&t).unwrap(), vec![want, 1.0, 2.0], "{dtype}");
+        }
+        let mut t = tensor(dtype::BOOL, 1);
+        t.bool_val = vec![true, false, true];
+        assert_eq!(decode(&t).unwrap(), vec![1.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn integer_tensor_content_of_each_width() {
+        let cases: [(i32, Vec<u8>); 8] = [
+            (dtype::INT8, vec![0xff, 1, 2]),
+            (dtype::UINT8, vec![0xff, 1, 2]),
+            (
+                dtype::INT16,
+                [-1i16, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            (
+                dtype::UINT16,
+                [65535u16, 1, 2]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+            (
+                dtype::INT32,
+                [-1i32, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            (
+                dtype::UINT32,
+                [u32::MAX, 1, 2]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+            (
+                dtype::INT64,
+                [-1i64, 1, 2].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            (
+                dtype::UINT64,
+                [u64::MAX, 1, 2]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+        ];
+        for (dtype, content) in cases {
+            let mut t = tensor(dtype, 1);
+            t.tensor_content = content.into();
+            let first = match dtype {
+                dtype::UINT8 => 255.0,
+                dtype::UINT16 => 65535.0,
+                dtype::UINT32 => f64::from(u32::MAX),
+                dtype::UINT64 => u64::MAX as f64,
+                _ => -1.0,
+            };
+            assert_eq!(decode(&t).unwrap(), vec![first, 1.0, 2.0], "{dtype}");
+        }
+    }
+
+    #[test]
+    fn short_encodings_are_not_expanded_without_bound() {
+        let mut t = tensor(dtype::DOUBLE, 1 << 30);
+        t.double_val = vec![1.0];
+        assert_eq!(
+            decode(&t),
+            Err(CompatError::TooShort {
+                rows: 1 << 30,
+                got: 1
+            })
+        );
+        assert_eq!(
+            decode(&tensor(dtype::FLOAT, MAX_EXPANDED_ROWS as i64)).map(|v| v.len()),
+            Ok(3 * MAX_EXPANDED_ROWS)
+        );
+    }
+
+    #[test]
+    fn an_unsupported_dtype_is_named() {
+        assert_eq!(
+            decode(&tensor(7, 1))
+                .unwrap_err()
+                .to_string(),
+            "histogram tensor has dtype DT_STRING (7); histograms are numbers: a float or integer dtype"
+        );
     }
 }

@@ -5,16 +5,47 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use prost::Message;
+use thiserror::Error;
 
-use crate::data_compat::{self, Stats};
-use crate::proto::TensorProto;
-use crate::proto_view::{summary_values, EventView, HistogramView, ValueView};
+use crate::data_compat::{self, CompatError};
+use crate::proto_view::{summary_values, EventView, HistogramView, TensorView, ValueView};
 use crate::report::{Damage, FileReport};
+use crate::stats::Stats;
 use crate::tf_record::{ReadRecordError, RecordReader};
+use crate::wire::WireError;
 
 /// The plugin name that marks `tensor` summaries as histograms.
 pub const HISTOGRAM_PLUGIN: &str = "histograms";
+
+/// Why a record of an events file, or a histogram value in it, could not be
+/// read: the framing, the protobuf wire format or the histogram's encoding,
+/// as TensorBoard's data server has one `ReadEventError`.
+#[derive(Debug, Error)]
+pub enum ReadEventError {
+    #[error(transparent)]
+    Record(#[from] ReadRecordError),
+    #[error("record is not an Event: {0}")]
+    NotAnEvent(#[source] WireError),
+    #[error("bad Summary.Value: {0}")]
+    BadSummaryValue(#[source] WireError),
+    #[error("{tag}: {source}")]
+    Value {
+        tag: String,
+        #[source]
+        source: ValueError,
+    },
+}
+
+/// Why one histogram value of an intact `Event` could not be turned into buckets.
+#[derive(Debug, Error, PartialEq)]
+pub enum ValueError {
+    #[error("bad HistogramProto: {0}")]
+    HistogramProto(#[source] WireError),
+    #[error("bad TensorProto: {0}")]
+    TensorProto(#[source] WireError),
+    #[error(transparent)]
+    Compat(#[from] CompatError),
+}
 
 /// One histogram value: a step's buckets, flattened as (left, right, count) rows.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,8 +236,9 @@ impl<S: Sink> Decoder<'_, S> {
     /// Decodes one record; returns what was damaged in it, if anything.
     fn record(&mut self, offset: u64, data: &[u8]) -> Option<Damage> {
         let length = data.len() as u64 + 16;
-        let Ok(event) = EventView::decode(data) else {
-            return Some(Damage::unparsable(offset, length));
+        let event = match EventView::decode(data) {
+            Ok(event) => event,
+            Err(e) => return Some(damage(offset, length, &[ReadEventError::NotAnEvent(e)])),
         };
         if event.session_start {
             self.sink.start(event.step);
@@ -216,16 +248,21 @@ impl<S: Sink> Decoder<'_, S> {
         for value in summary_values(summary) {
             let result = match value {
                 Ok(value) => self.value(event.step, event.wall_time, value),
-                Err(e) => Err(format!("bad Summary.Value: {e}")),
+                Err(e) => Err(ReadEventError::BadSummaryValue(e)),
             };
             if let Err(problem) = result {
                 problems.push(problem);
             }
         }
-        (!problems.is_empty()).then(|| Damage::bad_value(offset, length, problems.join("; ")))
+        (!problems.is_empty()).then(|| damage(offset, length, &problems))
     }
 
-    fn value(&mut self, step: i64, wall_time: f64, value: ValueView<'_>) -> Result<(), String> {
+    fn value(
+        &mut self,
+        step: i64,
+        wall_time: f64,
+        value: ValueView<'_>,
+    ) -> Result<(), ReadEventError> {
         let tag = value.tag;
         if let Some(plugin) = value.plugin {
             if !self.plugins.contains_key(tag) {
@@ -235,21 +272,23 @@ impl<S: Sink> Decoder<'_, S> {
         if self.tags.is_some_and(|wanted| !wanted.contains(tag)) {
             return Ok(());
         }
+        let in_value = |source| ReadEventError::Value {
+            tag: tag.to_owned(),
+            source,
+        };
         self.scratch.clear();
         let (stats, confirmed) = if let Some(histo) = value.histo {
-            let stats = legacy(histo, &mut self.scratch).map_err(|e| format!("{tag}: {e}"))?;
+            let stats = legacy(histo, &mut self.scratch).map_err(in_value)?;
             (stats, true)
         } else if let Some(tensor) = value.tensor {
             let confirmed = match self.plugins.get(tag) {
                 Some(plugin) if plugin != HISTOGRAM_PLUGIN => return Ok(()),
                 known => known.is_some(),
             };
-            if !tensor_histogram(tensor, confirmed, &mut self.scratch)
-                .map_err(|e| format!("{tag}: {e}"))?
-            {
+            if !tensor_histogram(tensor, confirmed, &mut self.scratch).map_err(in_value)? {
                 return Ok(());
             }
-            (Stats::MISSING, confirmed)
+            (Stats::of_buckets(&self.scratch), confirmed)
         } else {
             return Ok(());
         };
@@ -259,31 +298,45 @@ impl<S: Sink> Decoder<'_, S> {
     }
 }
 
-fn legacy(histo: &[u8], out: &mut Vec<f64>) -> Result<Stats, String> {
-    let h = HistogramView::decode(histo).map_err(|e| format!("bad HistogramProto: {e}"))?;
+/// The damage report of a record: not an Event at all, or some of its values lost.
+fn damage(offset: u64, length: u64, problems: &[ReadEventError]) -> Damage {
+    if let [ReadEventError::NotAnEvent(_)] = problems {
+        return Damage::unparsable(offset, length);
+    }
+    let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    Damage::bad_value(offset, length, text.join("; "))
+}
+
+fn legacy(histo: &[u8], out: &mut Vec<f64>) -> Result<Stats, ValueError> {
+    let h = HistogramView::decode(histo).map_err(ValueError::HistogramProto)?;
     match &h.histoscope {
         Some(ours) => {
-            data_compat::histoscope_buckets(&h, ours.first_edge, out).map_err(|e| e.to_string())?;
+            data_compat::histoscope_buckets(&h, ours.first_edge, out)?;
             Ok(Stats::of_histoscope(ours))
         }
         None => {
-            data_compat::legacy_buckets(&h, out).map_err(|e| e.to_string())?;
+            data_compat::legacy_buckets(&h, out)?;
             Ok(Stats::of_legacy(&h))
         }
     }
 }
 
-/// Decodes a tensor value's buckets into `out`; false for an unconfirmed
-/// tensor that is not (k, 3) numeric, which is some other plugin's data and not damage.
-fn tensor_histogram(tensor: &[u8], confirmed: bool, out: &mut Vec<f64>) -> Result<bool, String> {
-    let t = match TensorProto::decode(tensor) {
+/// Decodes a tensor value's buckets into `out`, borrowing its values from
+/// the record; false for an unconfirmed tensor that is not (k, 3) numeric,
+/// which is some other plugin's data and not damage.
+fn tensor_histogram(
+    tensor: &[u8],
+    confirmed: bool,
+    out: &mut Vec<f64>,
+) -> Result<bool, ValueError> {
+    let t = match TensorView::decode(tensor) {
         Ok(t) => t,
         Err(_) if !confirmed => return Ok(false),
-        Err(e) => return Err(format!("bad TensorProto: {e}")),
+        Err(e) => return Err(ValueError::TensorProto(e)),
     };
     if !confirmed && !data_compat::is_histogram_shaped(&t) {
         return Ok(false);
     }
-    data_compat::tensor_buckets(&t, out).map_err(|e| e.to_string())?;
+    data_compat::tensor_buckets(&t, out)?;
     Ok(true)
 }

@@ -109,6 +109,9 @@ pub struct HistoscopeStats {
 }
 
 /// `tensorflow.TensorProto`, restricted to the numeric encodings histograms use.
+///
+/// Reading uses [`crate::proto_view::TensorView`], which borrows; this
+/// message is for writing them in tests.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TensorProto {
     #[prost(int32, tag = "1")]
@@ -121,8 +124,18 @@ pub struct TensorProto {
     pub float_val: Vec<f32>,
     #[prost(double, repeated, tag = "6")]
     pub double_val: Vec<f64>,
+    #[prost(int32, repeated, tag = "7")]
+    pub int_val: Vec<i32>,
+    #[prost(int64, repeated, tag = "10")]
+    pub int64_val: Vec<i64>,
+    #[prost(bool, repeated, tag = "11")]
+    pub bool_val: Vec<bool>,
     #[prost(int32, repeated, tag = "13")]
     pub half_val: Vec<i32>,
+    #[prost(uint32, repeated, tag = "16")]
+    pub uint32_val: Vec<u32>,
+    #[prost(uint64, repeated, tag = "17")]
+    pub uint64_val: Vec<u64>,
 }
 
 /// `tensorflow.TensorShapeProto`.
@@ -149,10 +162,55 @@ pub struct SessionLog {
 /// `SessionLog.SessionStatus.START`: a (re)started session.
 pub const SESSION_START: i32 = 1;
 
-/// `tensorflow.DataType` values that a histogram tensor may hold.
+/// `tensorflow.DataType` values that a histogram tensor may hold
+/// (`tensorflow/core/framework/types.proto`).
 pub mod dtype {
     pub const FLOAT: i32 = 1;
     pub const DOUBLE: i32 = 2;
+    pub const INT32: i32 = 3;
+    pub const UINT8: i32 = 4;
+    pub const INT16: i32 = 5;
+    pub const INT8: i32 = 6;
+    pub const INT64: i32 = 9;
+    pub const BOOL: i32 = 10;
     pub const BFLOAT16: i32 = 14;
+    pub const UINT16: i32 = 17;
     pub const HALF: i32 = 19;
+    pub const UINT32: i32 = 22;
+    pub const UINT64: i32 = 23;
+
+    /// TensorFlow's name for a dtype, for messages; "DT_?" for numbers it does not define.
+    pub fn name(dtype: i32) -> &'static str {
+        const NAMES: [&str; 24] = [
+            "DT_INVALID",
+            "DT_FLOAT",
+            "DT_DOUBLE",
+            "DT_INT32",
+            "DT_UINT8",
+            "DT_INT16",
+            "DT_INT8",
+            "DT_STRING",
+            "DT_COMPLEX64",
+            "DT_INT64",
+            "DT_BOOL",
+            "DT_QINT8",
+            "DT_QUINT8",
+            "DT_QINT32",
+            "DT_BFLOAT16",
+            "DT_QINT16",
+            "DT_QUINT16",
+            "DT_UINT16",
+            "DT_COMPLEX128",
+            "DT_HALF",
+            "DT_RESOURCE",
+            "DT_VARIANT",
+            "DT_UINT32",
+            "DT_UINT64",
+        ];
+        usize::try_from(dtype)
+            .ok()
+            .and_then(|i| NAMES.get(i))
+            .copied()
+            .unwrap_or("DT_?")
+    }
 }

@@ -1,5 +1,7 @@
 //! Counting every step of a series again in one set of equal bins.
 
+use crate::edges::{default_range, uniform_edges, widen};
+
 /// Every step's counts in the same `bins` equal bins.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rebinned {
@@ -48,8 +50,9 @@ pub fn rebin(steps: &[&[f64]], bins: usize) -> Rebinned {
     out
 }
 
-/// The smallest and largest edge of every non-empty finite bucket; a span of
-/// zero width (or no data) becomes the value plus and minus 0.5.
+/// The smallest and largest edge of every non-empty finite bucket, widened
+/// where too narrow for distinct edges as binning widens it; no data at all
+/// is taken as a constant 0.
 fn span(steps: &[&[f64]]) -> (f64, f64) {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
@@ -61,11 +64,9 @@ fn span(steps: &[&[f64]]) -> (f64, f64) {
         }
     }
     if lo > hi {
-        (-0.5, 0.5)
-    } else if lo == hi {
-        (lo - 0.5, hi + 0.5)
+        widen(0.0)
     } else {
-        (lo, hi)
+        default_range(lo, hi)
     }
 }
 
@@ -79,19 +80,10 @@ struct Grid {
 
 impl Grid {
     fn new(lo: f64, hi: f64, bins: usize) -> Self {
-        let edges = (0..=bins)
-            .map(|j| {
-                if j == bins {
-                    hi
-                } else {
-                    lo + (hi - lo) * (j as f64 / bins as f64)
-                }
-            })
-            .collect();
         Grid {
             lo,
             scale: bins as f64 / (hi - lo),
-            edges,
+            edges: uniform_edges(lo, hi, bins),
         }
     }
 
@@ -183,6 +175,18 @@ mod tests {
         let r = rebin(&[&step], 2);
         assert_eq!(r.edges, vec![1.0, 1.5, 2.0]);
         assert_eq!(r.counts, vec![0.0, 100.0]);
+    }
+
+    #[test]
+    fn a_large_constant_gets_bins_of_some_width() {
+        // A bias stuck at 1e20: a half moves nothing there, 2^-40 of it does.
+        let step = [1e20, 1e20, 4.0];
+        let r = rebin(&[&step], 30);
+        assert!(r.edges.windows(2).all(|w| w[0] < w[1]), "{:?}", r.edges);
+        assert!(r.edges[0] < 1e20 && 1e20 < r.edges[30]);
+        assert_eq!(r.counts.iter().sum::<f64>(), 4.0);
+        let r = rebin(&[&[-1e300, -1e300, 1.0]], 7);
+        assert!(r.edges.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

@@ -88,11 +88,6 @@ impl<R: Read> RecordReader<R> {
         self.limit
     }
 
-    /// Raises the known input length, for a file that has grown since.
-    pub fn set_limit(&mut self, limit: Option<u64>) {
-        self.limit = limit;
-    }
-
     /// The next record, `Ok(None)` at a clean end of input.
     ///
     /// A bad data checksum consumes the record (its length was sound, so the
@@ -107,7 +102,7 @@ impl<R: Read> RecordReader<R> {
             return Err(self.truncated(HEADER_LEN as u64));
         }
         let length = self.checked_length(0)?;
-        let need = HEADER_LEN as u64 + length + FOOTER_LEN as u64;
+        let need = frame_len(length);
         if self.beyond_limit(0, need) || !self.fill(need as usize)? {
             return Err(self.truncated(need));
         }
@@ -155,7 +150,7 @@ impl<R: Read> RecordReader<R> {
         let Ok(length) = self.checked_length(0) else {
             return Ok(false);
         };
-        let need = HEADER_LEN as u64 + length + FOOTER_LEN as u64;
+        let need = frame_len(length);
         if self.beyond_limit(0, need) || !self.fill(need as usize)? {
             return Ok(false);
         }
@@ -185,10 +180,13 @@ impl<R: Read> RecordReader<R> {
         MaskedCrc::from_le_bytes(bytes)
     }
 
+    /// Whether `need` bytes from `at` cannot all be there: past the known
+    /// length, or more than memory can address (the frame of a lying length).
     fn beyond_limit(&self, at: usize, need: u64) -> bool {
+        let end = self.offset.saturating_add(at as u64).saturating_add(need);
         match self.limit {
-            Some(limit) => self.offset + at as u64 + need > limit,
-            None => need > usize::MAX as u64,
+            Some(limit) => end > limit,
+            None => need > (usize::MAX / 2) as u64,
         }
     }
 
@@ -240,6 +238,12 @@ impl<R: Read> RecordReader<R> {
         }
         Ok(true)
     }
+}
+
+/// The bytes of a frame whose length header says `length`; a length so large
+/// that the sum overflows saturates, and is then beyond any input.
+fn frame_len(length: u64) -> u64 {
+    length.saturating_add((HEADER_LEN + FOOTER_LEN) as u64)
 }
 
 /// Frames `data` as one TFRecord.
@@ -399,6 +403,35 @@ mod tests {
             unlimited.next_record(),
             Err(ReadRecordError::Truncated { .. })
         ));
+    }
+
+    #[test]
+    fn lengths_whose_frame_overflows_are_cut_off_records() {
+        // Found by the fuzz harness: 12 + length + 4 overflowed u64.
+        for length in [u64::MAX, u64::MAX - 15, u64::MAX - 16, 1 << 63] {
+            let header = length.to_le_bytes();
+            let mut bytes = header.to_vec();
+            bytes.extend_from_slice(&MaskedCrc::compute(&header).0.to_le_bytes());
+            bytes.extend_from_slice(b"tiny");
+            for limit in [Some(bytes.len() as u64), None] {
+                let mut r = RecordReader::new(&bytes[..], limit);
+                assert!(
+                    matches!(r.next_record(), Err(ReadRecordError::Truncated { .. })),
+                    "{length} {limit:?}"
+                );
+            }
+            // While resynchronising, such a header is not an intact frame either.
+            let mut garbage = vec![0xAB; 3];
+            garbage.extend_from_slice(&bytes);
+            garbage.extend_from_slice(&frame(b"after"));
+            let mut r = RecordReader::new(&garbage[..], None);
+            assert!(matches!(
+                r.next_record(),
+                Err(ReadRecordError::BadLengthCrc { .. })
+            ));
+            r.resync().unwrap();
+            assert_eq!(r.next_record().unwrap().unwrap().data, b"after");
+        }
     }
 
     /// A source that hands out one part per `read` call after the first returns 0,

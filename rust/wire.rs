@@ -1,8 +1,10 @@
 //! The protobuf wire format, read in place: fields as numbers and borrowed slices.
 //!
-//! The hot path decodes `Event`s with this instead of building messages, so
-//! a record's bytes are never copied and skipped payloads (graphs, images)
-//! cost nothing but a length.
+//! The hot path decodes `Event`s, legacy histograms and histogram tensors
+//! with this instead of building messages, so a record's bytes are not
+//! copied (only a repeated field split into several runs, which TensorFlow
+//! never writes, is joined into one buffer) and skipped payloads (graphs,
+//! images) cost nothing but a length.
 
 use thiserror::Error;
 
@@ -19,8 +21,8 @@ pub enum WireError {
     UnexpectedType(u32),
     #[error("string field is not UTF-8")]
     BadUtf8,
-    #[error("packed doubles of {0} bytes (not a multiple of 8)")]
-    PackedLength(usize),
+    #[error("packed field of {bytes} bytes is not a whole number of {width}-byte values")]
+    PackedLength { bytes: usize, width: usize },
 }
 
 /// One field's value as stored.

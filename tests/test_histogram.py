@@ -531,3 +531,46 @@ def test_numpy_weights_with_tensor_values_and_the_reverse() -> None:
 def test_check_range_returns_floats() -> None:
     assert check_range(np.array([-1, 2]), 5) == (-1.0, 2.0)
     assert check_range(None, check_bins([0, 1])) is None
+
+
+# --- the core's edge rules, asked rather than repeated -------------------------------------------
+
+
+def test_the_bin_limit_is_the_cores() -> None:
+    assert MAX_BINS == _core.MAX_BINS == 512
+    assert check_bins(_core.MAX_BINS) == _core.MAX_BINS
+    with pytest.raises(ValueError, match=f"from 1 to {_core.MAX_BINS} or increasing edges"):
+        check_bins(_core.MAX_BINS + 1)
+    with pytest.raises(ValueError, match="bins must be from 1 to 512, got 0"):
+        _core.check_bin_count(0)
+    with pytest.raises(ValueError, match="edges must increase, got 1 after 1 at index 2"):
+        _core.check_edges(np.array([0.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="range must be"):
+        _core.check_range(1.0, 1.0)
+
+
+@given(st.floats(-1e300, 1e300), st.floats(0, 1e300), st.integers(1, MAX_BINS))
+def test_uniform_edges_are_numpys_linspace(lo: float, width: float, bins: int) -> None:
+    hi = lo + width
+    if not lo < hi:
+        return
+    edges = _core.uniform_edges(lo, hi, bins)
+    np.testing.assert_array_equal(edges, np.linspace(lo, hi, bins + 1))
+
+
+def test_default_range_is_numpys_and_widens_large_constants() -> None:
+    assert _core.default_range(-2.0, 3.0) == (-2.0, 3.0)
+    assert _core.default_range(2.0, 2.0) == (1.5, 2.5)
+    assert _core.default_range(math.inf, -math.inf) == (0.0, 1.0)
+    lo, hi = _core.default_range(1e20, 1e20)
+    assert lo < 1e20 < hi and np.all(np.diff(np.linspace(lo, hi, MAX_BINS + 1)) > 0)
+
+
+@pytest.mark.parametrize("value", [1e20, -3e300, 7.0])
+def test_a_large_constant_gets_the_same_bins_on_device_and_in_rust(value: float) -> None:
+    tensor = torch.full((10,), value, dtype=torch.float64)
+    on_device = _bin_with_torch(tensor, check_bins(30))
+    in_rust = bin_prepared(tensor.numpy(), check_bins(30))
+    np.testing.assert_array_equal(on_device.edges, in_rust.edges)
+    assert np.all(np.diff(in_rust.edges) > 0)
+    assert in_rust.counts.sum() == on_device.counts.sum() == 10

@@ -1,15 +1,25 @@
-//! `histogram`: a NumPy array of any numeric or bool dtype to edges, counts and statistics.
+//! `histogram`: a NumPy array of any numeric or bool dtype to edges, counts and statistics;
+//! and the edge rules (`MAX_BINS`, the checks, the default range, equal edges) it follows.
 
 use std::borrow::Cow;
 
-use numpy::{Element, IntoPyArray, PyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    Element, IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::binning::{histogram as bin, BinningError, Bins, Histogram, Values};
+use crate::edges::{self, EdgesError, MAX_BINS};
 
 impl From<BinningError> for PyErr {
     fn from(e: BinningError) -> PyErr {
+        PyValueError::new_err(e.to_string())
+    }
+}
+
+impl From<EdgesError> for PyErr {
+    fn from(e: EdgesError) -> PyErr {
         PyValueError::new_err(e.to_string())
     }
 }
@@ -151,7 +161,55 @@ fn shape(array: &Array<'_>) -> Vec<usize> {
     }
 }
 
-/// Adds `histogram` to the module.
+/// Raises ValueError unless `count` equal bins are allowed (1 to `MAX_BINS`).
+#[pyfunction]
+fn check_bin_count(count: i64) -> PyResult<()> {
+    Ok(edges::check_bin_count(count)?)
+}
+
+/// Raises ValueError unless `edges` are 2 to `MAX_BINS + 1` finite, increasing values.
+#[pyfunction]
+fn check_edges(edges: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+    let edges = edges.as_array();
+    match edges.as_slice() {
+        Some(slice) => edges::check_edges(slice)?,
+        None => edges::check_edges(&edges.to_vec())?,
+    }
+    Ok(())
+}
+
+/// Raises ValueError unless equal bins can span `lo` to `hi`.
+#[pyfunction]
+fn check_range(lo: f64, hi: f64) -> PyResult<()> {
+    Ok(edges::check_range(lo, hi)?)
+}
+
+/// The range equal bins take for values from `min` to `max` when none is given.
+#[pyfunction]
+fn default_range(min: f64, max: f64) -> (f64, f64) {
+    edges::default_range(min, max)
+}
+
+/// The edges of `count` equal bins from `lo` to `hi`, as `numpy.linspace` gives them.
+#[pyfunction]
+fn uniform_edges(
+    py: Python<'_>,
+    lo: f64,
+    hi: f64,
+    count: i64,
+) -> PyResult<Bound<'_, PyArray1<f64>>> {
+    edges::check_bin_count(count)?;
+    edges::check_range(lo, hi)?;
+    Ok(edges::uniform_edges(lo, hi, count as usize).into_pyarray(py))
+}
+
+/// Adds `histogram` and the edge rules to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MAX_BINS", MAX_BINS)?;
+    m.add_function(wrap_pyfunction!(check_bin_count, m)?)?;
+    m.add_function(wrap_pyfunction!(check_edges, m)?)?;
+    m.add_function(wrap_pyfunction!(check_range, m)?)?;
+    m.add_function(wrap_pyfunction!(default_range, m)?)?;
+    m.add_function(wrap_pyfunction!(uniform_edges, m)?)?;
     m.add_function(wrap_pyfunction!(histogram, m)?)
 }
