@@ -182,6 +182,16 @@ def test_an_empty_histogram_is_left_out_as_maidr_does(fixtures: Path) -> None:
     assert [chart.tag for chart in charts] == ["edge/constant"]
 
 
+def test_the_bin_limit_is_the_cores_everywhere(fixtures: Path) -> None:
+    histoscope.read_tensorboard_histograms(fixtures / "keras_fit", bins=_core.MAX_BINS)
+    with pytest.raises(ValueError, match=f"bins must be from 1 to {_core.MAX_BINS}, got 513"):
+        histoscope.read_tensorboard_histograms(fixtures / "keras_fit", bins=_core.MAX_BINS + 1)
+    with pytest.raises(ValueError, match="bins must be from 1 to"):
+        _core.rebin([np.array([[0.0, 1.0, 1.0]])], _core.MAX_BINS + 1)
+    with pytest.raises(ValueError, match=f"from 1 to {_core.MAX_BINS} .*, got 513"):
+        histoscope.Histogram(np.arange(4.0), bins=_core.MAX_BINS + 1)
+
+
 def test_steps_are_thinned_to_maidrs_choice() -> None:
     # maidr keeps unique(round(linspace(0, n - 1, max_steps))): 0, 4 and 9 of 10 steps.
     assert _core.thin_indices(10, 3).tolist() == [0, 4, 9]

@@ -88,7 +88,8 @@ def read_tensorboard_histograms(
     evenly spaced, the first and last always kept (``None`` keeps all).
     Charts come in the order of ``tags`` (default: sorted), then of runs.
     ``logdir`` and ``storage_options`` are as for `load_histograms`: several log
-    directories, glob patterns and fsspec URLs are read too.
+    directories, glob patterns and fsspec URLs are read too. ``bins`` is at most
+    ``histoscope._core.MAX_BINS`` (512), the limit logging has too.
 
     Example:
         >>> import histoscope
@@ -103,6 +104,7 @@ def read_tensorboard_histograms(
     logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
     bins = _positive_int(bins, "bins", minimum=1)
+    _core.check_bin_count(bins)
     if max_steps is not None:
         max_steps = _positive_int(max_steps, "max_steps", minimum=2)
     charted = _read_charts(logdirs, several, bins, max_steps, run_list, tag_list)

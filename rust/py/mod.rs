@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 use crate::chart::charts;
 use crate::data_compat::Stats;
+use crate::edges::check_bin_count;
 use crate::logdir::{LogdirError, Selection};
 use crate::rebin::rebin;
 use crate::thin::thin_indices;
@@ -37,11 +38,9 @@ fn selection(runs: Option<Vec<String>>, tags: Option<Vec<String>>) -> Selection 
     }
 }
 
+/// The one bin limit (the core's `edges::MAX_BINS`), for charts as for logging.
 fn check_bins(bins: usize) -> PyResult<()> {
-    if bins == 0 {
-        return Err(PyValueError::new_err("bins must be at least 1"));
-    }
-    Ok(())
+    Ok(check_bin_count(i64::try_from(bins).unwrap_or(i64::MAX))?)
 }
 
 /// Reads every histogram of the selected runs and tags of `logdir`: a path, or
