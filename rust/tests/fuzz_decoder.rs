@@ -186,11 +186,8 @@ fn corpus() -> Vec<Vec<Vec<u8>>> {
             let bytes = std::fs::read(path).expect("fixture readable");
             let mut reader = RecordReader::new(&bytes[..], Some(bytes.len() as u64));
             let mut records = Vec::new();
-            loop {
-                match reader.next_record() {
-                    Ok(Some(record)) => records.push(record.data.to_vec()),
-                    Ok(None) | Err(_) => break,
-                }
+            while let Ok(Some(record)) = reader.next_record() {
+                records.push(record.data.to_vec());
             }
             records
         })
