@@ -79,7 +79,7 @@ pub fn check_range(lo: f64, hi: f64) -> Result<(), EdgesError> {
 /// have distinct float64 edges (numpy raises "too many bins" there) is
 /// widened as a constant at its middle would be.
 pub fn default_range(min: f64, max: f64) -> (f64, f64) {
-    if !(min <= max) {
+    if min.partial_cmp(&max).is_none_or(|order| order.is_gt()) {
         (0.0, 1.0)
     } else if min == max {
         widen(min)
