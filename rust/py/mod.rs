@@ -14,6 +14,7 @@ use crate::report::FileReport;
 
 mod batch;
 mod binning;
+mod diagnose;
 mod follow;
 mod writer;
 
@@ -223,5 +224,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batch::register(m)?;
     binning::register(m)?;
     follow::register(m)?;
+    diagnose::register(m)?;
     Ok(())
 }
