@@ -253,6 +253,7 @@ pub fn diagnose(series: &[SeriesView<'_>], options: &Options) -> Vec<Finding> {
                 steps: s.steps,
                 profiles: &profiles[i],
                 reference: summary.reference(i, s.steps, series),
+                weight_of_bias: summary.weight_of_bias(s.tag, s.steps, series, &profiles),
                 run_last_step: summary.last_step,
             };
             rules::findings(&context)
@@ -271,6 +272,8 @@ struct RunSummary {
     last_step: i64,
     /// For each step, the two largest gradient scales of the run's series, with the series' index.
     gradient_top: BTreeMap<i64, [(usize, f64); 2]>,
+    /// The run's gradient series by key.
+    gradients: HashMap<String, usize>,
 }
 
 impl RunSummary {
@@ -284,6 +287,7 @@ impl RunSummary {
             let run = runs.entry(s.run).or_insert_with(|| RunSummary {
                 last_step: i64::MIN,
                 gradient_top: BTreeMap::new(),
+                gradients: HashMap::new(),
             });
             if let Some(&last) = s.steps.last() {
                 run.last_step = run.last_step.max(last);
@@ -291,6 +295,7 @@ impl RunSummary {
             if roles[i] != Role::Gradient {
                 continue;
             }
+            run.gradients.insert(s.tag.to_owned(), i);
             for (&step, p) in s.steps.iter().zip(&profiles[i]) {
                 if !p.has_values() {
                     continue;
@@ -309,6 +314,41 @@ impl RunSummary {
             }
         }
         runs
+    }
+
+    /// For the gradient of a bias, the gradient of the same layer's weight: its key and its
+    /// scale at each step of `steps`. A key names the weight with `weight`, `weights` or
+    /// `kernel` where the bias's has `bias`.
+    fn weight_of_bias<'a>(
+        &self,
+        key: &str,
+        steps: &[i64],
+        series: &[SeriesView<'a>],
+        profiles: &[Vec<StepProfile>],
+    ) -> Option<(&'a str, Vec<Option<f64>>)> {
+        let words: Vec<&str> = key
+            .split_inclusive(['/', '.', '_', '-', ' ', ':'])
+            .collect();
+        let bias_at = words.iter().position(|w| {
+            w.trim_end_matches(['/', '.', '_', '-', ' ', ':'])
+                .eq_ignore_ascii_case("bias")
+        })?;
+        let j = ["weight", "weights", "kernel"].iter().find_map(|name| {
+            let mut sibling: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+            sibling[bias_at] = words[bias_at].replacen(&words[bias_at][..4], name, 1);
+            self.gradients.get(&sibling.concat()).copied()
+        })?;
+        let scales: HashMap<i64, f64> = series[j]
+            .steps
+            .iter()
+            .zip(&profiles[j])
+            .filter(|(_, p)| p.has_values())
+            .map(|(&step, p)| (step, p.scale()))
+            .collect();
+        Some((
+            series[j].tag,
+            steps.iter().map(|s| scales.get(s).copied()).collect(),
+        ))
     }
 
     /// At each step of series `i`, the largest scale of another gradient of the run and its key.

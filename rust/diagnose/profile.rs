@@ -7,13 +7,19 @@
 
 use crate::data_compat::Stats;
 
-/// Values at least this close to ±1 (or to 0 and 1) are in a bounded range's end.
-pub const END_MARGIN: f64 = 0.01;
+/// The ends of a bounded range: the last 5% of its width at each side, where
+/// tanh's slope is below a fifth of its peak (|x| ≥ 0.9) and so is sigmoid's
+/// (x ≤ 0.05 or x ≥ 0.95). Bucket edges are coarse (PyTorch's outermost
+/// buckets near ±1 span 0.08), so a narrower end could not be measured.
+pub const END_SHARE_OF_RANGE: f64 = 0.05;
 
 /// A bucket holding 0 and narrower than this share of the step's span holds
 /// exact zeros: TF's and PyTorch's exponential buckets put 0 alone in a bucket
 /// 1e-12 wide.
 const NARROW_ZERO_BUCKET: f64 = 1e-6;
+
+/// A wide bucket straddling 0 counts as zeros the share of it within this of 0.
+const ZERO_MARGIN: f64 = 0.01;
 
 /// The numbers of one step that the rules compare.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,12 +39,10 @@ pub struct StepProfile {
     /// Share of the finite mass at exactly 0 (an upper bound where the bucket
     /// that holds 0 is wide).
     pub zero_share: f64,
-    /// Share of the mass at or below `-1 + END_MARGIN`.
-    pub below_minus_one: f64,
-    /// Share of the mass at or above `1 - END_MARGIN`.
-    pub above_one: f64,
-    /// Share of the mass from 0 to `END_MARGIN`.
-    pub near_zero: f64,
+    /// Shares of the mass at the ends of tanh's range: at most -0.9, at least 0.9.
+    pub tanh_ends: (f64, f64),
+    /// Shares of the mass at the ends of sigmoid's range: 0 to 0.05, at least 0.95.
+    pub sigmoid_ends: (f64, f64),
 }
 
 impl StepProfile {
@@ -97,7 +101,7 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
     }
     if min == 0.0 && max == 0.0 && count > 0.0 {
         shares.zero = 1.0;
-        shares.near_zero = 1.0;
+        shares.sigmoid_low = 1.0;
     }
     StepProfile {
         count,
@@ -108,9 +112,8 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
         nonfinite,
         nonfinite_count,
         zero_share: shares.zero,
-        below_minus_one: shares.below,
-        above_one: shares.above,
-        near_zero: shares.near_zero,
+        tanh_ends: (shares.tanh_low, shares.tanh_high),
+        sigmoid_ends: (shares.sigmoid_low, shares.sigmoid_high),
     }
 }
 
@@ -175,9 +178,10 @@ impl BucketMoments {
 #[derive(Default)]
 struct Shares {
     zero: f64,
-    below: f64,
-    above: f64,
-    near_zero: f64,
+    tanh_low: f64,
+    tanh_high: f64,
+    sigmoid_low: f64,
+    sigmoid_high: f64,
 }
 
 impl Shares {
@@ -196,20 +200,27 @@ impl Shares {
             self.zero += if narrow || at_end {
                 count
             } else {
-                count * overlap(lo, hi, -END_MARGIN, END_MARGIN)
+                count * overlap(lo, hi, -ZERO_MARGIN, ZERO_MARGIN)
             };
         }
-        let limit = 1.0 - END_MARGIN;
-        self.below += count * overlap(lo, hi, f64::NEG_INFINITY, -limit);
-        self.above += count * overlap(lo, hi, limit, f64::INFINITY);
-        self.near_zero += count * overlap(lo, hi, 0.0, END_MARGIN);
+        let (inf, tanh_end, sigmoid_end) =
+            (f64::INFINITY, 2.0 * END_SHARE_OF_RANGE, END_SHARE_OF_RANGE);
+        self.tanh_low += count * overlap(lo, hi, -inf, tanh_end - 1.0);
+        self.tanh_high += count * overlap(lo, hi, 1.0 - tanh_end, inf);
+        self.sigmoid_low += count * overlap(lo, hi, 0.0, sigmoid_end);
+        self.sigmoid_high += count * overlap(lo, hi, 1.0 - sigmoid_end, inf);
     }
 
     fn scale(&mut self, factor: f64) {
-        self.zero *= factor;
-        self.below *= factor;
-        self.above *= factor;
-        self.near_zero *= factor;
+        for share in [
+            &mut self.zero,
+            &mut self.tanh_low,
+            &mut self.tanh_high,
+            &mut self.sigmoid_low,
+            &mut self.sigmoid_high,
+        ] {
+            *share *= factor;
+        }
     }
 }
 
@@ -286,10 +297,12 @@ mod tests {
     }
 
     #[test]
-    fn end_shares_of_a_tanh() {
-        // Half the mass in [-1, -0.99], a quarter at 1 exactly, a quarter in the middle.
-        let b = [-1.0, -0.99, 2.0, -0.5, 0.5, 1.0, 1.0, 1.0, 1.0];
-        let p = profile(&b, &stats_none());
-        assert_eq!((p.below_minus_one, p.above_one), (0.5, 0.25));
+    fn end_shares_of_a_tanh_and_a_sigmoid() {
+        // Half the mass in [-1, -0.9], a quarter at 1 exactly, a quarter in the middle.
+        let b = [-1.0, -0.9, 2.0, -0.5, 0.5, 1.0, 1.0, 1.0, 1.0];
+        assert_eq!(profile(&b, &stats_none()).tanh_ends, (0.5, 0.25));
+        // A sigmoid: [0, 0.1] holds 4 (half of it at most 0.05), [0.95, 1] holds 2.
+        let b = [0.0, 0.1, 4.0, 0.4, 0.6, 2.0, 0.95, 1.0, 2.0];
+        assert_eq!(profile(&b, &stats_none()).sigmoid_ends, (0.25, 0.25));
     }
 }

@@ -6,17 +6,25 @@
 
 use super::{Finding, Kind, Role, Severity, StepProfile};
 
+/// A series' start is the median of its first steps: a few, because a broken
+/// run can go wrong from its third step (a sigmoid net at a learning rate of 0.5).
+const EARLY_STEPS: usize = 3;
+
 /// A problem must hold on at least this share of the steps from where it starts...
 const SUSTAINED_SHARE: f64 = 0.8;
 /// ...and on at least this many steps (or every step of a shorter series).
 const SUSTAINED_STEPS: usize = 3;
 
 /// Gradients with a root mean square below this are vanishing, whatever their layer.
-const VANISHING_ABSOLUTE: f64 = 1e-8;
+const VANISHING_ABSOLUTE: f64 = 1e-10;
 /// Or this many times smaller than the largest other gradient of the run at that step.
 const VANISHING_VS_LAYERS: f64 = 1e-4;
 /// Or this many times smaller than their own early scale.
 const VANISHING_VS_START: f64 = 1e-4;
+/// A bias's gradient this many times smaller than its own layer's weight's
+/// gets none by construction (a bias before a normalization layer); in a
+/// vanishing network a layer's bias and weight gradients shrink together.
+const BIAS_VS_WEIGHT: f64 = 1e-4;
 
 /// Values growing this many times above their early scale are exploding...
 const EXPLODING_GROWTH: f64 = 1e3;
@@ -28,7 +36,7 @@ const EXPLODING_HUGE: f64 = 1e6;
 /// Activations with at least this share of their mass at exactly 0 are dead.
 const DEAD_SHARE: f64 = 0.95;
 
-/// Activations with at least this share within `END_MARGIN` of the ends of ±1 (or of 0 and 1) are saturated.
+/// Activations with at least this share at the ends of ±1 (or of 0 and 1) are saturated.
 const SATURATED_SHARE: f64 = 0.5;
 /// A range in [0, 1] needs this much mass at its top end too, so that a ReLU's zeros are not read as a sigmoid's 0.
 const SATURATED_TOP_SHARE: f64 = 0.1;
@@ -50,6 +58,8 @@ pub(super) struct Context<'a> {
     pub profiles: &'a [StepProfile],
     /// At each step, the largest scale of another gradient of the run, and its key.
     pub reference: Vec<Option<(f64, &'a str)>>,
+    /// For a bias's gradient, the key of its layer's weight's gradient and that one's scale at each step.
+    pub weight_of_bias: Option<(&'a str, Vec<Option<f64>>)>,
     pub run_last_step: i64,
 }
 
@@ -82,9 +92,9 @@ impl Context<'_> {
             .collect()
     }
 
-    /// The median scale of the first tenth of the valued steps (1 to 10 of them).
+    /// The median scale of the first `EARLY_STEPS` valued steps: where the series started.
     fn early_scale(&self, valued: &[usize]) -> f64 {
-        let n = (valued.len() / 10).clamp(1, 10).min(valued.len());
+        let n = EARLY_STEPS.min(valued.len());
         median(valued[..n].iter().map(|&i| self.profiles[i].scale()))
     }
 }
@@ -233,27 +243,21 @@ fn vanishing(cx: &Context<'_>) -> Option<Finding> {
         return None;
     }
     if valued.iter().all(|&i| cx.profiles[i].max_abs() == 0.0) {
-        let all = (valued[0], valued[valued.len() - 1]);
-        return Some(cx.finding(
-            Kind::Vanishing,
-            all,
-            Severity::Info,
-            &[("scale", 0.0), ("steps", valued.len() as f64)],
-            "the gradient is exactly 0 at every step: this parameter gets no gradient, as a bias \
-             before a normalization layer does by construction; otherwise check it is used"
-                .to_owned(),
-        ));
+        return Some(no_gradient(cx, (valued[0], valued[valued.len() - 1])));
+    }
+    if let Some(finding) = bias_without_gradient(cx, &valued) {
+        return Some(finding);
     }
     let early = cx.early_scale(&valued);
     let why = |i: usize| -> Option<Vanished> {
         let scale = cx.profiles[i].scale();
-        if scale < VANISHING_ABSOLUTE {
-            return Some(Vanished::Absolute);
-        }
         if let Some((reference, key)) = cx.reference[i] {
             if scale < VANISHING_VS_LAYERS * reference {
                 return Some(Vanished::VsLayer(reference, key.to_owned()));
             }
+        }
+        if scale < VANISHING_ABSOLUTE {
+            return Some(Vanished::Absolute);
         }
         (early > 0.0 && scale < VANISHING_VS_START * early).then_some(Vanished::VsStart)
     };
@@ -308,6 +312,66 @@ fn vanishing(cx: &Context<'_>) -> Option<Finding> {
     ))
 }
 
+/// A gradient exactly 0 at every step: harmless for a bias before a normalization
+/// layer (the normalization removes any shift), a broken layer otherwise.
+fn no_gradient(cx: &Context<'_>, steps: (usize, usize)) -> Finding {
+    let bias = cx
+        .key
+        .split(['/', '.', '_', '-', ' ', ':'])
+        .any(|w| w.eq_ignore_ascii_case("bias"));
+    let (severity, message) = if bias {
+        (
+            Severity::Info,
+            "the gradient is exactly 0 at every step: this bias gets no gradient, as one before \
+             a normalization layer does by construction; otherwise check that it is used",
+        )
+    } else {
+        (
+            Severity::Warning,
+            "the gradient is exactly 0 at every step: this layer does not learn; look for dead \
+             units after it or an output that is not used",
+        )
+    };
+    cx.finding(
+        Kind::Vanishing,
+        steps,
+        severity,
+        &[("scale", 0.0), ("steps", (steps.1 - steps.0 + 1) as f64)],
+        message.to_owned(),
+    )
+}
+
+/// A bias whose gradient is rounding noise beside its layer's weight's: harmless, by construction.
+fn bias_without_gradient(cx: &Context<'_>, valued: &[usize]) -> Option<Finding> {
+    let (weight_key, weight_scales) = cx.weight_of_bias.as_ref()?;
+    let flags: Vec<bool> = valued
+        .iter()
+        .map(|&i| weight_scales[i].is_some_and(|w| cx.profiles[i].scale() < BIAS_VS_WEIGHT * w))
+        .collect();
+    let (a, b) = sustained(&flags)?;
+    let (first, last) = (valued[a], valued[b]);
+    let scale = cx.profiles[first].scale();
+    let weight = weight_scales[first]?;
+    Some(cx.finding(
+        Kind::Vanishing,
+        (first, last),
+        Severity::Info,
+        &[
+            ("scale", scale),
+            ("weight_scale", weight),
+            ("ratio", scale / weight),
+        ],
+        format!(
+            "gradient scale is {} from step {}, {} times smaller than {weight_key}'s: this bias \
+             gets no gradient by construction, as one before a normalization layer does; \
+             harmless, and the bias can be dropped",
+            sci(scale),
+            cx.steps[first],
+            power_of_ten(weight / scale)
+        ),
+    ))
+}
+
 enum Vanished {
     Absolute,
     VsLayer(f64, String),
@@ -329,8 +393,9 @@ fn dead(cx: &Context<'_>) -> Option<Finding> {
         Severity::Warning,
         &[("zero_share", share)],
         format!(
-            "{} of the activations are exactly 0 from step {}: dead ReLUs pass no gradient; \
-             look for a large negative bias or too high a learning rate, or use a leaky ReLU",
+            "{} of the activations are exactly 0 from step {}: dead units pass no gradient; \
+             look for a large negative bias or too high a learning rate (for ReLUs, try a leaky \
+             ReLU)",
             percent(share),
             cx.steps[first]
         ),
@@ -344,9 +409,10 @@ fn end_share(p: &StepProfile) -> Option<(f64, &'static str)> {
         return None;
     }
     if p.min < 0.0 {
-        return Some((p.below_minus_one + p.above_one, "-1 and 1"));
+        return Some((p.tanh_ends.0 + p.tanh_ends.1, "-1 and 1"));
     }
-    (p.above_one >= SATURATED_TOP_SHARE).then(|| (p.near_zero + p.above_one, "0 and 1"))
+    let (low, top) = p.sigmoid_ends;
+    (top >= SATURATED_TOP_SHARE).then_some((low + top, "0 and 1"))
 }
 
 fn saturated(cx: &Context<'_>) -> Option<Finding> {
@@ -367,7 +433,7 @@ fn saturated(cx: &Context<'_>) -> Option<Finding> {
         Severity::Warning,
         &[("end_share", share)],
         format!(
-            "{} of the activations are piled within 0.01 of {bounds} from step {}: saturated \
+            "{} of the activations are piled at the ends of their range, {bounds}, from step {}: saturated \
              units pass almost no gradient; scale or normalize their inputs",
             percent(share),
             cx.steps[first]
