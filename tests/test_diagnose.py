@@ -63,7 +63,7 @@ def train(
     input_scale: float = 1.0,
     log_every: int = LOG_EVERY,
 ) -> None:
-    """Fits ``sin(x @ w)`` for `STEPS` steps and logs every ``log_every`` steps with both writers."""
+    """Fits ``sin(x @ w)`` for `STEPS` steps, logged every ``log_every`` steps by both writers."""
     gen = torch.Generator().manual_seed(0)
     d_in = model[0].in_features
     w_true = torch.randn(d_in, 1, generator=gen)
@@ -162,7 +162,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
             torch.manual_seed(0)
             model, optimizer, input_scale = SCENARIOS[name]()
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # NaN loss and overflow warnings of the diverged run
+                # The diverged run's NaN loss and overflow warnings.
+                warnings.simplefilter("ignore")
                 log_every = 1 if name == "high_lr" else LOG_EVERY
                 train(root / name, model, optimizer, input_scale, log_every)
             done[name] = root / name
