@@ -339,3 +339,20 @@ def test_check_json_and_kinds(fixtures: Path) -> None:
     assert all(f["kind"] == "nonfinite" and f["first_step"] == 0 for f in listed)
     only_dead = run_check(str(fixtures / "tf2_edge"), "--json", "--kinds", "dead", "saturated")
     assert only_dead.returncode == 0 and json.loads(only_dead.stdout) == []
+
+
+def test_chart_description_mentions_its_findings(trained: Callable[[str], Path]) -> None:
+    logdir = trained("dead_relu")
+    findings = hs.diagnose(logdir)
+    charts = {
+        c.tag: c
+        for c in hs.read_tensorboard_histograms(logdir, runs=[TORCH_RUN])
+        if c.tag in ("outputs/1", "outputs/3")
+    }
+    dead = hs.render(charts["outputs/1"], findings=findings)
+    description = dead.split('<p id="description">')[1].split("</p>")[0]
+    assert "Diagnosis: 1 finding. Warning, dead, steps 0 to 145: 100% of the activations" in (
+        description
+    )
+    assert "Diagnosis" not in hs.render(charts["outputs/3"], findings=findings)
+    assert "Diagnosis" not in hs.render(charts["outputs/1"])
