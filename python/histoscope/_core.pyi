@@ -159,8 +159,7 @@ def diagnose_series(
             str,
             str,
             npt.NDArray[np.int64],
-            npt.NDArray[np.float64],
-            npt.NDArray[np.int64],
+            list[npt.NDArray[np.float64]],
             npt.NDArray[np.float64],
         ]
     ],

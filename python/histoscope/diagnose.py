@@ -191,22 +191,16 @@ def _series(value: object) -> HistogramSeries:
 
 
 def _arrays(s: HistogramSeries) -> tuple:
-    """(run, tag, steps, buckets (n, 3), offsets, stats (steps, 8)), as the core reads a series."""
-    buckets = s.buckets
-    lengths = np.fromiter((len(b) for b in buckets), dtype=np.int64, count=len(buckets))
-    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    flat = np.concatenate(buckets) if buckets else np.empty((0, 3))
+    """(run, tag, steps, one (k, 3) array per step, stats (steps, 8)): a series for the core."""
+    names = _core.STAT_NAMES
     stats = s.stats
     table = (
-        np.column_stack([stats[name] for name in _core.STAT_NAMES])
-        if len(s)
-        else (np.empty((0, len(_core.STAT_NAMES))))
+        np.column_stack([stats[name] for name in names]) if len(s) else np.empty((0, len(names)))
     )
     return (
         s.run,
         s.tag,
         np.ascontiguousarray(s.steps, dtype=np.int64),
-        np.ascontiguousarray(flat, dtype=np.float64).reshape(-1, 3),
-        offsets,
+        [np.asarray(b, dtype=np.float64).reshape(-1, 3) for b in s.buckets],
         np.ascontiguousarray(table, dtype=np.float64),
     )

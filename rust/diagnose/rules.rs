@@ -1,9 +1,12 @@
-//! The rules: when a series' profiles along its steps make a finding, and what it says.
+//! The rules for any series (nonfinite, exploding, collapsed), what every rule shares, and
+//! which rules a series' role calls.
 //!
 //! Every threshold was set from real trainings (see `docs/diagnosis.md`): far
 //! enough from what healthy runs showed that they stay quiet, close enough to
 //! what broken runs showed that those are caught.
 
+use super::activations::{dead, saturated};
+use super::gradients::vanishing;
 use super::{Finding, Kind, Role, Severity, StepProfile};
 
 /// A series' start is the median of its first steps: a few, because a broken
@@ -15,33 +18,12 @@ const SUSTAINED_SHARE: f64 = 0.8;
 /// ...and on at least this many steps (or every step of a shorter series).
 const SUSTAINED_STEPS: usize = 3;
 
-/// Gradients with a root mean square below this are vanishing, whatever their layer.
-const VANISHING_ABSOLUTE: f64 = 1e-10;
-/// Or this many times smaller than the largest other gradient of the run at that step.
-const VANISHING_VS_LAYERS: f64 = 1e-4;
-/// Or this many times smaller than their own early scale.
-const VANISHING_VS_START: f64 = 1e-4;
-/// A bias's gradient this many times smaller than its own layer's weight's
-/// gets none by construction (a bias before a normalization layer); in a
-/// vanishing network a layer's bias and weight gradients shrink together.
-const BIAS_VS_WEIGHT: f64 = 1e-4;
-
 /// Values growing this many times above their early scale are exploding...
 const EXPLODING_GROWTH: f64 = 1e3;
 /// ...once their root mean square is at least this (so a zero-started bias growing is not).
 const EXPLODING_MIN_SCALE: f64 = 1.0;
 /// A gradient, parameter or activation this large is exploding, however it started.
 const EXPLODING_HUGE: f64 = 1e6;
-
-/// Activations with at least this share of their mass at exactly 0 are dead.
-const DEAD_SHARE: f64 = 0.95;
-
-/// Activations with at least this share at the ends of ±1 (or of 0 and 1) are saturated.
-const SATURATED_SHARE: f64 = 0.5;
-/// A range in [0, 1] needs this much mass at its top end too, so that a ReLU's zeros are not read as a sigmoid's 0.
-const SATURATED_TOP_SHARE: f64 = 0.1;
-/// How far outside ±1 a bounded range may reach (bucket edges and float rounding).
-const BOUND_SLACK: f64 = 1e-3;
 
 /// A spread this many times smaller than the largest it had before has collapsed.
 const COLLAPSED_VS_PEAK: f64 = 1e-3;
@@ -64,7 +46,7 @@ pub(super) struct Context<'a> {
 }
 
 impl Context<'_> {
-    fn finding(
+    pub(super) fn finding(
         &self,
         kind: Kind,
         (first, last): (usize, usize),
@@ -86,14 +68,14 @@ impl Context<'_> {
     }
 
     /// Indices of the steps holding finite values to judge.
-    fn valued(&self) -> Vec<usize> {
+    pub(super) fn valued(&self) -> Vec<usize> {
         (0..self.profiles.len())
             .filter(|&i| self.profiles[i].has_values())
             .collect()
     }
 
     /// The median scale of the first `EARLY_STEPS` valued steps: where the series started.
-    fn early_scale(&self, valued: &[usize]) -> f64 {
+    pub(super) fn early_scale(&self, valued: &[usize]) -> f64 {
         let n = EARLY_STEPS.min(valued.len());
         median(valued[..n].iter().map(|&i| self.profiles[i].scale()))
     }
@@ -237,210 +219,6 @@ fn exploding(cx: &Context<'_>) -> Option<Finding> {
     ))
 }
 
-fn vanishing(cx: &Context<'_>) -> Option<Finding> {
-    let valued = cx.valued();
-    if valued.is_empty() {
-        return None;
-    }
-    if valued.iter().all(|&i| cx.profiles[i].max_abs() == 0.0) {
-        return Some(no_gradient(cx, (valued[0], valued[valued.len() - 1])));
-    }
-    if let Some(finding) = bias_without_gradient(cx, &valued) {
-        return Some(finding);
-    }
-    let early = cx.early_scale(&valued);
-    let why = |i: usize| -> Option<Vanished> {
-        let scale = cx.profiles[i].scale();
-        if let Some((reference, key)) = cx.reference[i] {
-            if scale < VANISHING_VS_LAYERS * reference {
-                return Some(Vanished::VsLayer(reference, key.to_owned()));
-            }
-        }
-        if scale < VANISHING_ABSOLUTE {
-            return Some(Vanished::Absolute);
-        }
-        (early > 0.0 && scale < VANISHING_VS_START * early).then_some(Vanished::VsStart)
-    };
-    let flags: Vec<bool> = valued.iter().map(|&i| why(i).is_some()).collect();
-    let (a, b) = sustained(&flags)?;
-    let (first, last) = (valued[a], valued[b]);
-    let scale = cx.profiles[first].scale();
-    let from = cx.steps[first];
-    let (evidence, message) = match why(first)? {
-        Vanished::Absolute => (
-            vec![("scale", scale)],
-            format!(
-                "gradient scale is {} from step {from}, too small to change the weights: \
-                 vanishing gradients",
-                sci(scale)
-            ),
-        ),
-        Vanished::VsLayer(reference, key) => (
-            vec![
-                ("scale", scale),
-                ("reference_scale", reference),
-                ("ratio", scale / reference),
-            ],
-            format!(
-                "gradient scale is {} from step {from}, {} times smaller than {key}'s: \
-                 vanishing gradients; use ReLU-like activations, normalization or residual \
-                 connections",
-                sci(scale),
-                power_of_ten(reference / scale)
-            ),
-        ),
-        Vanished::VsStart => (
-            vec![
-                ("scale", scale),
-                ("early_scale", early),
-                ("ratio", scale / early),
-            ],
-            format!(
-                "gradient scale falls to {} by step {from}, {} times smaller than at the start: \
-                 vanishing gradients",
-                sci(scale),
-                power_of_ten(early / scale)
-            ),
-        ),
-    };
-    Some(cx.finding(
-        Kind::Vanishing,
-        (first, last),
-        Severity::Warning,
-        &evidence,
-        message,
-    ))
-}
-
-/// A gradient exactly 0 at every step: harmless for a bias before a normalization
-/// layer (the normalization removes any shift), a broken layer otherwise.
-fn no_gradient(cx: &Context<'_>, steps: (usize, usize)) -> Finding {
-    let bias = cx
-        .key
-        .split(['/', '.', '_', '-', ' ', ':'])
-        .any(|w| w.eq_ignore_ascii_case("bias"));
-    let (severity, message) = if bias {
-        (
-            Severity::Info,
-            "the gradient is exactly 0 at every step: this bias gets no gradient, as one before \
-             a normalization layer does by construction; otherwise check that it is used",
-        )
-    } else {
-        (
-            Severity::Warning,
-            "the gradient is exactly 0 at every step: this layer does not learn; look for dead \
-             units after it or an output that is not used",
-        )
-    };
-    cx.finding(
-        Kind::Vanishing,
-        steps,
-        severity,
-        &[("scale", 0.0), ("steps", (steps.1 - steps.0 + 1) as f64)],
-        message.to_owned(),
-    )
-}
-
-/// A bias whose gradient is rounding noise beside its layer's weight's: harmless, by construction.
-fn bias_without_gradient(cx: &Context<'_>, valued: &[usize]) -> Option<Finding> {
-    let (weight_key, weight_scales) = cx.weight_of_bias.as_ref()?;
-    let flags: Vec<bool> = valued
-        .iter()
-        .map(|&i| weight_scales[i].is_some_and(|w| cx.profiles[i].scale() < BIAS_VS_WEIGHT * w))
-        .collect();
-    let (a, b) = sustained(&flags)?;
-    let (first, last) = (valued[a], valued[b]);
-    let scale = cx.profiles[first].scale();
-    let weight = weight_scales[first]?;
-    Some(cx.finding(
-        Kind::Vanishing,
-        (first, last),
-        Severity::Info,
-        &[
-            ("scale", scale),
-            ("weight_scale", weight),
-            ("ratio", scale / weight),
-        ],
-        format!(
-            "gradient scale is {} from step {}, {} times smaller than {weight_key}'s: this bias \
-             gets no gradient by construction, as one before a normalization layer does; \
-             harmless, and the bias can be dropped",
-            sci(scale),
-            cx.steps[first],
-            power_of_ten(weight / scale)
-        ),
-    ))
-}
-
-enum Vanished {
-    Absolute,
-    VsLayer(f64, String),
-    VsStart,
-}
-
-fn dead(cx: &Context<'_>) -> Option<Finding> {
-    let valued = cx.valued();
-    let flags: Vec<bool> = valued
-        .iter()
-        .map(|&i| cx.profiles[i].zero_share >= DEAD_SHARE)
-        .collect();
-    let (a, b) = sustained(&flags)?;
-    let (first, last) = (valued[a], valued[b]);
-    let share = median(valued[a..=b].iter().map(|&i| cx.profiles[i].zero_share));
-    Some(cx.finding(
-        Kind::Dead,
-        (first, last),
-        Severity::Warning,
-        &[("zero_share", share)],
-        format!(
-            "{} of the activations are exactly 0 from step {}: dead units pass no gradient; \
-             look for a large negative bias or too high a learning rate (for ReLUs, try a leaky \
-             ReLU)",
-            percent(share),
-            cx.steps[first]
-        ),
-    ))
-}
-
-/// The share of a step's mass at the ends of its bounded range, if its values lie in ±1 or in [0, 1].
-fn end_share(p: &StepProfile) -> Option<(f64, &'static str)> {
-    let high = 1.0 + BOUND_SLACK;
-    if p.max > high || p.min < -high {
-        return None;
-    }
-    if p.min < 0.0 {
-        return Some((p.tanh_ends.0 + p.tanh_ends.1, "-1 and 1"));
-    }
-    let (low, top) = p.sigmoid_ends;
-    (top >= SATURATED_TOP_SHARE).then_some((low + top, "0 and 1"))
-}
-
-fn saturated(cx: &Context<'_>) -> Option<Finding> {
-    let valued = cx.valued();
-    let ends: Vec<Option<(f64, &str)>> =
-        valued.iter().map(|&i| end_share(&cx.profiles[i])).collect();
-    let flags: Vec<bool> = ends
-        .iter()
-        .map(|e| e.is_some_and(|(share, _)| share >= SATURATED_SHARE))
-        .collect();
-    let (a, b) = sustained(&flags)?;
-    let (first, last) = (valued[a], valued[b]);
-    let share = median(ends[a..=b].iter().flatten().map(|&(s, _)| s));
-    let (_, bounds) = ends[a]?;
-    Some(cx.finding(
-        Kind::Saturated,
-        (first, last),
-        Severity::Warning,
-        &[("end_share", share)],
-        format!(
-            "{} of the activations are piled at the ends of their range, {bounds}, from step {}: saturated \
-             units pass almost no gradient; scale or normalize their inputs",
-            percent(share),
-            cx.steps[first]
-        ),
-    ))
-}
-
 fn collapsed(cx: &Context<'_>) -> Option<Finding> {
     let valued = cx.valued();
     let mut peak: f64 = 0.0;
@@ -484,7 +262,7 @@ fn collapsed(cx: &Context<'_>) -> Option<Finding> {
 }
 
 /// The first index from which `flags` holds on `SUSTAINED_SHARE` of the rest, and the last index that holds.
-fn sustained(flags: &[bool]) -> Option<(usize, usize)> {
+pub(super) fn sustained(flags: &[bool]) -> Option<(usize, usize)> {
     let n = flags.len();
     let total = flags.iter().filter(|&&f| f).count();
     if total < SUSTAINED_STEPS.min(n).max(1) {
@@ -503,7 +281,7 @@ fn sustained(flags: &[bool]) -> Option<(usize, usize)> {
     None
 }
 
-fn median(values: impl Iterator<Item = f64>) -> f64 {
+pub(super) fn median(values: impl Iterator<Item = f64>) -> f64 {
     let mut v: Vec<f64> = values.collect();
     if v.is_empty() {
         return f64::NAN;
@@ -517,7 +295,7 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-fn noun(role: Role) -> &'static str {
+pub(super) fn noun(role: Role) -> &'static str {
     match role {
         Role::Gradient => "gradient",
         Role::Parameter => "parameter",
@@ -527,7 +305,7 @@ fn noun(role: Role) -> &'static str {
 }
 
 /// A number in short scientific form: `1.2e-19`.
-fn sci(x: f64) -> String {
+pub(super) fn sci(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }
@@ -535,14 +313,14 @@ fn sci(x: f64) -> String {
 }
 
 /// A ratio as a power of ten: `10^14`.
-fn power_of_ten(ratio: f64) -> String {
+pub(super) fn power_of_ten(ratio: f64) -> String {
     if !ratio.is_finite() || ratio <= 0.0 {
         return format!("{ratio}");
     }
     format!("10^{}", ratio.log10().round() as i64)
 }
 
-fn percent(share: f64) -> String {
+pub(super) fn percent(share: f64) -> String {
     format!("{:.0}%", 100.0 * share)
 }
 

@@ -2,14 +2,15 @@
 
 use std::borrow::Cow;
 
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::ndarray::Dimension;
+use numpy::{Element, PyReadonlyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::batch::Logdirs;
 use super::{report_tuple, selection, ReportTuple};
 use crate::data_compat::Stats;
-use crate::diagnose::{diagnose, DiagnoseError, Finding, Options, SeriesView};
+use crate::diagnose::{diagnose, DiagnoseError, Finding, Options, SeriesView, StepBuckets};
 use crate::logdir::LogdirError;
 
 impl From<DiagnoseError> for PyErr {
@@ -89,42 +90,44 @@ fn diagnose_logdir(
     ))
 }
 
-/// One series' arrays as `load_histograms` hands them out:
-/// (run, tag, steps, buckets (n, 3), offsets (steps + 1), stats (steps, 8)).
+/// One series' arrays as `HistogramSeries` hands them out:
+/// (run, tag, steps, one (k, 3) buckets array per step, stats (steps, 8)).
 type SeriesArrays<'py> = (
     String,
     String,
     PyReadonlyArray1<'py, i64>,
-    PyReadonlyArray2<'py, f64>,
-    PyReadonlyArray1<'py, i64>,
+    Vec<PyReadonlyArray2<'py, f64>>,
     PyReadonlyArray2<'py, f64>,
 );
 
-/// A series' arrays as the core reads them: steps and buckets borrowed where contiguous.
+/// A series' arrays as the core reads them: each step's buckets borrowed where contiguous.
 struct Converted<'a> {
-    run: String,
-    tag: String,
+    run: &'a str,
+    tag: &'a str,
     steps: Cow<'a, [i64]>,
-    buckets: Cow<'a, [f64]>,
-    offsets: Vec<usize>,
+    buckets: Vec<Cow<'a, [f64]>>,
     stats: Vec<Stats>,
 }
 
+fn contiguous<'a, T: Element + Copy>(
+    a: &'a PyReadonlyArray<'_, T, impl Dimension>,
+) -> Cow<'a, [T]> {
+    match a.as_slice() {
+        Ok(slice) => Cow::Borrowed(slice),
+        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
+}
+
 fn convert<'a>(s: &'a SeriesArrays<'_>) -> PyResult<Converted<'a>> {
-    let (run, tag, steps, buckets, offsets, stats) = s;
+    let (run, tag, steps, buckets, stats) = s;
     let bad =
         |problem: &str| PyValueError::new_err(format!("series {tag:?} of run {run:?}: {problem}"));
-    if buckets.shape()[1] != 3 {
-        return Err(bad("buckets must be an (n, 3) array"));
+    if buckets.iter().any(|b| b.shape()[1] != 3) {
+        return Err(bad("buckets must be (k, 3) arrays"));
     }
     if stats.shape()[1] != Stats::NAMES.len() {
         return Err(bad("stats must be an (n, 8) array"));
     }
-    let offsets = offsets
-        .as_array()
-        .iter()
-        .map(|&o| usize::try_from(o).map_err(|_| bad("offsets must not be negative")))
-        .collect::<PyResult<Vec<usize>>>()?;
     let stats = stats
         .as_array()
         .rows()
@@ -136,17 +139,10 @@ fn convert<'a>(s: &'a SeriesArrays<'_>) -> PyResult<Converted<'a>> {
         })
         .collect();
     Ok(Converted {
-        run: run.clone(),
-        tag: tag.clone(),
-        steps: match steps.as_slice() {
-            Ok(slice) => Cow::Borrowed(slice),
-            Err(_) => Cow::Owned(steps.as_array().to_vec()),
-        },
-        buckets: match buckets.as_slice() {
-            Ok(slice) => Cow::Borrowed(slice),
-            Err(_) => Cow::Owned(buckets.as_array().iter().copied().collect()),
-        },
-        offsets,
+        run,
+        tag,
+        steps: contiguous(steps),
+        buckets: buckets.iter().map(contiguous).collect(),
         stats,
     })
 }
@@ -162,14 +158,18 @@ fn diagnose_series(
 ) -> PyResult<Vec<FindingRecord>> {
     let options = Options::parse(kinds, roles.unwrap_or_default())?;
     let converted = series.iter().map(convert).collect::<PyResult<Vec<_>>>()?;
+    let step_slices: Vec<Vec<&[f64]>> = converted
+        .iter()
+        .map(|c| c.buckets.iter().map(|b| b.as_ref()).collect())
+        .collect();
     let views: Vec<SeriesView<'_>> = converted
         .iter()
-        .map(|c| SeriesView {
-            run: &c.run,
-            tag: &c.tag,
+        .zip(&step_slices)
+        .map(|(c, steps)| SeriesView {
+            run: c.run,
+            tag: c.tag,
             steps: &c.steps,
-            buckets: &c.buckets,
-            offsets: &c.offsets,
+            buckets: StepBuckets::PerStep(steps),
             stats: &c.stats,
         })
         .collect();
