@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import webbrowser
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -24,6 +24,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .chart import TensorBoardChart
+    from .diagnose import Finding
 
 __all__ = ["render", "save_html", "show"]
 
@@ -74,8 +75,11 @@ aria-roledescription="ridgeline chart" aria-label="{label}" aria-describedby="de
 """
 
 
-def render(chart: TensorBoardChart) -> str:
+def render(chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None) -> str:
     """Return the chart's page: one complete, self-contained HTML document.
+
+    ``findings`` (from `histoscope.diagnose`) are mentioned in the page's
+    description where they concern this chart's run and tag.
 
     Example:
         >>> import histoscope
@@ -103,15 +107,21 @@ def render(chart: TensorBoardChart) -> str:
         label=_chart_label(chart),
         svg=_svg(chart, labels),
         keys=_keys_section(),
-        description=html.escape(_describe(chart, labels)),
+        description=html.escape(_describe(chart, labels) + _findings_text(chart, findings)),
         table=_table(chart, labels, counts),
         data=json.dumps(data, separators=(",", ":")).replace("<", "\\u003c"),
         js=js,
     )
 
 
-def save_html(chart: TensorBoardChart, path: str | os.PathLike[str]) -> Path:
-    """Write the chart's page (see `render`) to ``path`` as UTF-8 and return that path.
+def save_html(
+    chart: TensorBoardChart,
+    path: str | os.PathLike[str],
+    *,
+    findings: Iterable[Finding] | None = None,
+) -> Path:
+    """Write the chart's page (see `render`, and its ``findings``) to ``path`` as UTF-8 and
+    return that path.
 
     Example:
         >>> import histoscope, tempfile, pathlib
@@ -123,11 +133,11 @@ def save_html(chart: TensorBoardChart, path: str | os.PathLike[str]) -> Path:
         True
     """
     path = Path(path)
-    path.write_text(render(chart), encoding="utf-8")
+    path.write_text(render(chart, findings=findings), encoding="utf-8")
     return path
 
 
-def show(chart: TensorBoardChart) -> Path | None:
+def show(chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None) -> Path | None:
     """Show the chart: inline in a Jupyter (IPython kernel) output, else in the web browser.
 
     Outside a kernel the page is saved to a new temporary folder and opened with
@@ -140,20 +150,21 @@ def show(chart: TensorBoardChart) -> Path | None:
     if _in_kernel():
         from IPython.display import HTML, display
 
-        display(HTML(_notebook_html(chart)))
+        display(HTML(_notebook_html(chart, findings)))
         return None
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{chart.tag}_{chart.run}").strip("_") or "chart"
-    path = save_html(chart, Path(tempfile.mkdtemp(prefix="histoscope-")) / f"{name}.html")
+    folder = Path(tempfile.mkdtemp(prefix="histoscope-"))
+    path = save_html(chart, folder / f"{name}.html", findings=findings)
     webbrowser.open(path.as_uri())
     return path
 
 
-def _notebook_html(chart: TensorBoardChart) -> str:
+def _notebook_html(chart: TensorBoardChart, findings: Iterable[Finding] | None = None) -> str:
     """The page inside an ``<iframe srcdoc>``, so that its ids, styles and script stay its own
     next to other outputs: what `TensorBoardChart._repr_html_` shows in Jupyter."""
     title = html.escape(f"{chart.tag} ({chart.run})")
     return (
-        f'<iframe title="{title}" srcdoc="{html.escape(render(chart))}"'
+        f'<iframe title="{title}" srcdoc="{html.escape(render(chart, findings=findings))}"'
         f' style="width:100%;height:{_NOTEBOOK_HEIGHT}px;border:0"></iframe>'
     )
 
@@ -430,6 +441,26 @@ def _describe(chart: TensorBoardChart, labels: Sequence[str]) -> str:
         f" {steps[peak_step]}, {labels[peak_bin]} to {labels[peak_bin + 1]}."
     )
     return " ".join(parts)
+
+
+def _findings_text(chart: TensorBoardChart, findings: Iterable[Finding] | None) -> str:
+    """Sentences for the findings about this chart's run and tag, most severe first."""
+    from .diagnose import SEVERITIES
+
+    mine = [f for f in findings or () if f.run == chart.run and f.key == chart.tag]
+    if not mine:
+        return ""
+    mine.sort(key=lambda f: (-SEVERITIES.index(f.severity), f.first_step))
+    sentences = []
+    for f in mine:
+        message = f.message.removeprefix(f"{f.key}: ")
+        steps = (
+            f"step {f.first_step}" if f.first_step == f.last_step
+            else f"steps {f.first_step} to {f.last_step}"
+        )  # fmt: skip
+        sentences.append(f"{f.severity.capitalize()}, {f.kind}, {steps}: {message}.")
+    count = f"{len(mine)} finding{'s' if len(mine) != 1 else ''}"
+    return f" Diagnosis: {count}. " + " ".join(sentences)
 
 
 def _table(chart: TensorBoardChart, labels: Sequence[str], counts: list[list[Any]]) -> str:

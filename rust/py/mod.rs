@@ -16,6 +16,7 @@ use records::{ChartsRecord, LogdirRecord, RebinRecord};
 
 mod batch;
 mod binning;
+mod diagnose;
 mod follow;
 mod records;
 mod writer;
@@ -126,5 +127,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batch::register(m)?;
     binning::register(m)?;
     follow::register(m)?;
+    diagnose::register(m)?;
     Ok(())
 }

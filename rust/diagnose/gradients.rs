@@ -1,0 +1,157 @@
+//! The rules for gradients: vanishing, against the run's other layers, a floor and the
+//! series' own start, and the bias that gets no gradient by construction.
+
+use super::rules::{power_of_ten, sci, sustained, Context};
+use super::{Finding, Kind, Severity};
+
+/// Gradients with a root mean square below this are vanishing, whatever their layer.
+const VANISHING_ABSOLUTE: f64 = 1e-10;
+/// Or this many times smaller than the largest other gradient of the run at that step.
+const VANISHING_VS_LAYERS: f64 = 1e-4;
+/// Or this many times smaller than their own early scale.
+const VANISHING_VS_START: f64 = 1e-4;
+/// A bias's gradient this many times smaller than its own layer's weight's
+/// gets none by construction (a bias before a normalization layer); in a
+/// vanishing network a layer's bias and weight gradients shrink together.
+const BIAS_VS_WEIGHT: f64 = 1e-4;
+
+pub(super) fn vanishing(cx: &Context<'_>) -> Option<Finding> {
+    let valued = cx.valued();
+    if valued.is_empty() {
+        return None;
+    }
+    if valued.iter().all(|&i| cx.profiles[i].max_abs() == 0.0) {
+        return Some(no_gradient(cx, (valued[0], valued[valued.len() - 1])));
+    }
+    if let Some(finding) = bias_without_gradient(cx, &valued) {
+        return Some(finding);
+    }
+    let early = cx.early_scale(&valued);
+    let why = |i: usize| -> Option<Vanished> {
+        let scale = cx.profiles[i].scale();
+        if let Some((reference, key)) = cx.reference[i] {
+            if scale < VANISHING_VS_LAYERS * reference {
+                return Some(Vanished::VsLayer(reference, key.to_owned()));
+            }
+        }
+        if scale < VANISHING_ABSOLUTE {
+            return Some(Vanished::Absolute);
+        }
+        (early > 0.0 && scale < VANISHING_VS_START * early).then_some(Vanished::VsStart)
+    };
+    let flags: Vec<bool> = valued.iter().map(|&i| why(i).is_some()).collect();
+    let (a, b) = sustained(&flags)?;
+    let (first, last) = (valued[a], valued[b]);
+    let scale = cx.profiles[first].scale();
+    let from = cx.steps[first];
+    let (evidence, message) = match why(first)? {
+        Vanished::Absolute => (
+            vec![("scale", scale)],
+            format!(
+                "gradient scale is {} from step {from}, too small to change the weights: \
+                 vanishing gradients",
+                sci(scale)
+            ),
+        ),
+        Vanished::VsLayer(reference, key) => (
+            vec![
+                ("scale", scale),
+                ("reference_scale", reference),
+                ("ratio", scale / reference),
+            ],
+            format!(
+                "gradient scale is {} from step {from}, {} times smaller than {key}'s: \
+                 vanishing gradients; use ReLU-like activations, normalization or residual \
+                 connections",
+                sci(scale),
+                power_of_ten(reference / scale)
+            ),
+        ),
+        Vanished::VsStart => (
+            vec![
+                ("scale", scale),
+                ("early_scale", early),
+                ("ratio", scale / early),
+            ],
+            format!(
+                "gradient scale falls to {} by step {from}, {} times smaller than at the start: \
+                 vanishing gradients",
+                sci(scale),
+                power_of_ten(early / scale)
+            ),
+        ),
+    };
+    Some(cx.finding(
+        Kind::Vanishing,
+        (first, last),
+        Severity::Warning,
+        &evidence,
+        message,
+    ))
+}
+
+/// A gradient exactly 0 at every step: harmless for a bias before a normalization
+/// layer (the normalization removes any shift), a broken layer otherwise.
+fn no_gradient(cx: &Context<'_>, steps: (usize, usize)) -> Finding {
+    let bias = cx
+        .key
+        .split(['/', '.', '_', '-', ' ', ':'])
+        .any(|w| w.eq_ignore_ascii_case("bias"));
+    let (severity, message) = if bias {
+        (
+            Severity::Info,
+            "the gradient is exactly 0 at every step: this bias gets no gradient, as one before \
+             a normalization layer does by construction; otherwise check that it is used",
+        )
+    } else {
+        (
+            Severity::Warning,
+            "the gradient is exactly 0 at every step: this layer does not learn; look for dead \
+             units after it or an output that is not used",
+        )
+    };
+    cx.finding(
+        Kind::Vanishing,
+        steps,
+        severity,
+        &[("scale", 0.0), ("steps", (steps.1 - steps.0 + 1) as f64)],
+        message.to_owned(),
+    )
+}
+
+/// A bias whose gradient is rounding noise beside its layer's weight's: harmless, by construction.
+fn bias_without_gradient(cx: &Context<'_>, valued: &[usize]) -> Option<Finding> {
+    let (weight_key, weight_scales) = cx.weight_of_bias.as_ref()?;
+    let flags: Vec<bool> = valued
+        .iter()
+        .map(|&i| weight_scales[i].is_some_and(|w| cx.profiles[i].scale() < BIAS_VS_WEIGHT * w))
+        .collect();
+    let (a, b) = sustained(&flags)?;
+    let (first, last) = (valued[a], valued[b]);
+    let scale = cx.profiles[first].scale();
+    let weight = weight_scales[first]?;
+    Some(cx.finding(
+        Kind::Vanishing,
+        (first, last),
+        Severity::Info,
+        &[
+            ("scale", scale),
+            ("weight_scale", weight),
+            ("ratio", scale / weight),
+        ],
+        format!(
+            "gradient scale is {} from step {}, {} times smaller than {weight_key}'s: this bias \
+             gets no gradient by construction, as one before a normalization layer does; \
+             harmless, and the bias can be dropped",
+            sci(scale),
+            cx.steps[first],
+            power_of_ten(weight / scale)
+        ),
+    ))
+}
+
+enum Vanished {
+    Absolute,
+    VsLayer(f64, String),
+    VsStart,
+}

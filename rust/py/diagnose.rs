@@ -1,0 +1,186 @@
+//! `diagnose_logdir` and `diagnose_series`: findings of the core's rules as typed records.
+
+use numpy::{PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::batch::Logdirs;
+use super::records::{FileReportRecord, SeriesRecord};
+use super::selection;
+use crate::data_compat::Stats;
+use crate::diagnose::{diagnose, DiagnoseError, Finding, Options, SeriesView, StepBuckets};
+use crate::logdir::LogdirError;
+
+impl From<DiagnoseError> for PyErr {
+    fn from(e: DiagnoseError) -> PyErr {
+        PyValueError::new_err(e.to_string())
+    }
+}
+
+/// One finding: which series, which steps, how bad, the numbers behind it and what to do.
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct FindingRecord {
+    kind: String,
+    run: String,
+    key: String,
+    role: String,
+    first_step: i64,
+    last_step: i64,
+    severity: String,
+    evidence: Vec<(String, f64)>,
+    message: String,
+}
+
+impl From<Finding> for FindingRecord {
+    fn from(f: Finding) -> Self {
+        FindingRecord {
+            kind: f.kind.name().to_owned(),
+            run: f.run,
+            key: f.key,
+            role: f.role.name().to_owned(),
+            first_step: f.first_step,
+            last_step: f.last_step,
+            severity: f.severity.name().to_owned(),
+            evidence: f.evidence,
+            message: f.message,
+        }
+    }
+}
+
+#[pymethods]
+impl FindingRecord {
+    fn __repr__(&self) -> String {
+        format!(
+            "FindingRecord({} {} {:?} {:?} steps {}..{})",
+            self.severity, self.kind, self.run, self.key, self.first_step, self.last_step
+        )
+    }
+}
+
+/// The findings of a log directory, and what reading its files had to skip.
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct DiagnosisRecord {
+    findings: Vec<Py<FindingRecord>>,
+    reports: Vec<Py<FileReportRecord>>,
+}
+
+fn py_findings(py: Python<'_>, findings: Vec<Finding>) -> PyResult<Vec<Py<FindingRecord>>> {
+    findings
+        .into_iter()
+        .map(|f| Py::new(py, FindingRecord::from(f)))
+        .collect()
+}
+
+/// Reads the selected histograms of `logdir` (as `load_histograms` does) and diagnoses them.
+///
+/// `roles` holds (key, role) pairs overriding the roles read from key names.
+#[pyfunction]
+#[pyo3(signature = (logdir, kinds=None, roles=None, runs=None, tags=None))]
+fn diagnose_logdir(
+    py: Python<'_>,
+    logdir: Logdirs,
+    kinds: Option<Vec<String>>,
+    roles: Option<Vec<(String, String)>>,
+    runs: Option<Vec<String>>,
+    tags: Option<Vec<String>>,
+) -> PyResult<DiagnosisRecord> {
+    let options = Options::parse(kinds, roles.unwrap_or_default())?;
+    let selection = selection(runs, tags);
+    let (findings, reports) = py.detach(|| -> Result<_, LogdirError> {
+        let logdir = logdir.load(&selection)?;
+        let views: Vec<SeriesView<'_>> = logdir.series.iter().map(SeriesView::from).collect();
+        Ok((diagnose(&views, &options), logdir.reports))
+    })?;
+    let reports = reports
+        .into_iter()
+        .map(|r| Py::new(py, FileReportRecord::from(r)))
+        .collect::<PyResult<_>>()?;
+    Ok(DiagnosisRecord {
+        findings: py_findings(py, findings)?,
+        reports,
+    })
+}
+
+/// A series record's arrays, read in place.
+struct Borrowed<'py> {
+    run: String,
+    tag: String,
+    steps: PyReadonlyArray1<'py, i64>,
+    rows: PyReadonlyArray2<'py, f64>,
+    offsets: Vec<usize>,
+    stats: Vec<Stats>,
+}
+
+impl<'py> Borrowed<'py> {
+    fn new(py: Python<'py>, record: &SeriesRecord) -> PyResult<Self> {
+        let stats = record.stats.bind(py).readonly();
+        let stats = stats
+            .as_array()
+            .rows()
+            .into_iter()
+            .map(|row| {
+                let mut values = [f64::NAN; 8];
+                values.iter_mut().zip(row).for_each(|(v, &x)| *v = x);
+                Stats::from_array(values)
+            })
+            .collect();
+        let offsets = record.offsets.bind(py).readonly();
+        let offsets = offsets
+            .as_array()
+            .iter()
+            .map(|&o| usize::try_from(o))
+            .collect::<Result<_, _>>()
+            .map_err(|_| PyValueError::new_err("offsets must not be negative"))?;
+        Ok(Borrowed {
+            run: record.run.clone(),
+            tag: record.tag.clone(),
+            steps: record.steps.bind(py).readonly(),
+            rows: record.buckets.bind(py).readonly(),
+            offsets,
+            stats,
+        })
+    }
+}
+
+/// Diagnoses series already loaded (`HistogramSeries.record`), read in place.
+#[pyfunction]
+#[pyo3(signature = (series, kinds=None, roles=None))]
+fn diagnose_series(
+    py: Python<'_>,
+    series: Vec<PyRef<'_, SeriesRecord>>,
+    kinds: Option<Vec<String>>,
+    roles: Option<Vec<(String, String)>>,
+) -> PyResult<Vec<Py<FindingRecord>>> {
+    let options = Options::parse(kinds, roles.unwrap_or_default())?;
+    let borrowed = series
+        .iter()
+        .map(|record| Borrowed::new(py, record))
+        .collect::<PyResult<Vec<_>>>()?;
+    let views = borrowed
+        .iter()
+        .map(|b| {
+            Ok(SeriesView {
+                run: &b.run,
+                tag: &b.tag,
+                steps: b.steps.as_slice()?,
+                buckets: StepBuckets::Flat {
+                    rows: b.rows.as_slice()?,
+                    offsets: &b.offsets,
+                },
+                stats: &b.stats,
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    for view in &views {
+        view.check()?;
+    }
+    py_findings(py, py.detach(|| diagnose(&views, &options)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<FindingRecord>()?;
+    m.add_class::<DiagnosisRecord>()?;
+    m.add_function(wrap_pyfunction!(diagnose_logdir, m)?)?;
+    m.add_function(wrap_pyfunction!(diagnose_series, m)?)?;
+    Ok(())
+}
