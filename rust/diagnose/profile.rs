@@ -305,4 +305,44 @@ mod tests {
         let b = [0.0, 0.1, 4.0, 0.4, 0.6, 2.0, 0.95, 1.0, 2.0];
         assert_eq!(profile(&b, &stats_none()).sigmoid_ends, (0.25, 0.25));
     }
+
+    /// Splitting a bucket in two, its count shared by width, changes nothing the rules read
+    /// but the share at zero: each bucket's mass is taken as spread evenly over it.
+    #[test]
+    fn splitting_buckets_keeps_moments_and_end_shares() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut uniform = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for _ in 0..200 {
+            let mut edges: Vec<f64> = (0..6).map(|_| 2.4 * uniform() - 1.2).collect();
+            edges.sort_by(f64::total_cmp);
+            let buckets: Vec<f64> = edges
+                .windows(2)
+                .flat_map(|w| [w[0], w[1], (10.0 * uniform()).round()])
+                .collect();
+            let split: Vec<f64> = buckets
+                .chunks_exact(3)
+                .flat_map(|b| {
+                    let at = b[0] + uniform() * (b[1] - b[0]);
+                    let share = (at - b[0]) / (b[1] - b[0]);
+                    [b[0], at, b[2] * share, at, b[1], b[2] * (1.0 - share)]
+                })
+                .collect();
+            let (a, b) = (
+                profile(&buckets, &stats_none()),
+                profile(&split, &stats_none()),
+            );
+            let close = |x: f64, y: f64| {
+                (x - y).abs() <= 1e-9 * (1.0 + x.abs()) || (x.is_nan() && y.is_nan())
+            };
+            assert!(close(a.count, b.count) && close(a.mean, b.mean) && close(a.std, b.std));
+            assert!(close(a.tanh_ends.0, b.tanh_ends.0) && close(a.tanh_ends.1, b.tanh_ends.1));
+            assert!(close(a.sigmoid_ends.0, b.sigmoid_ends.0));
+            assert!(close(a.sigmoid_ends.1, b.sigmoid_ends.1));
+        }
+    }
 }
