@@ -86,11 +86,10 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
     } else {
         0.0
     };
-    // A legacy histogram of NaN input keeps a finite `num` but NaN sums or limits.
-    let nan_stats = stats.count > 0.0
-        && [stats.min, stats.max, stats.mean, stats.std]
-            .iter()
-            .any(|v| v.is_nan() || v.is_infinite());
+    // A histogram of NaN input can keep a finite count but NaN or infinite limits.
+    // A NaN mean or std alone says nothing: TF2 tensors store no sums, and their
+    // count, min and max come from the buckets.
+    let nan_stats = stats.count > 0.0 && [stats.min, stats.max].iter().any(|v| !v.is_finite());
     let nonfinite = nonfinite_count > 0.0 || bad_buckets || nan_stats;
     let mut shares = Shares::default();
     if from_buckets.count > 0.0 {
