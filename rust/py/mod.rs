@@ -14,6 +14,7 @@ use crate::report::FileReport;
 
 mod batch;
 mod binning;
+mod binning_batch;
 mod follow;
 mod writer;
 
@@ -222,6 +223,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     writer::register(m)?;
     batch::register(m)?;
     binning::register(m)?;
+    binning_batch::register(m)?;
     follow::register(m)?;
     Ok(())
 }
