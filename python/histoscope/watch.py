@@ -82,10 +82,9 @@ class Watch:
         self._filter = _compile(filter)
         self._count = 0
         self._last_logged: int | None = None
-        self._last_activations: int | None = None
         self._in_backward = False
-        self._pending_activations: list[tuple[str, torch.Tensor]] = []
-        self._capturing_activations = False
+        self._activations: dict[str, torch.Tensor] = {}
+        self._activations_step: int | None = None
         self._handles: list[Any] = []
         self._warned: set[str] = set()
         self.active = all_ranks or _is_rank_zero()
@@ -101,8 +100,8 @@ class Watch:
         if backward_hooks:
             for p in self._grad_params:
                 self._handles.append(_on_gradient(p, self._gradient_ready))
-        self._handles.append(module.register_forward_pre_hook(self._forward_starts))
-        self._handles.append(module.register_forward_hook(self._forward_ends))
+        if backward_hooks and not self._grad_params:
+            self._handles.append(module.register_forward_hook(self._frozen_forward_ends))
         if activations:
             for name, leaf in module.named_modules():
                 if name and not any(True for _ in leaf.children()):
@@ -139,6 +138,9 @@ class Watch:
             (f"parameters/{n}", p) for n, p in self._parameters
         ]
         keyed += [(f"gradients/{n}", p.grad) for n, p in self._gradients if p.grad is not None]
+        if self._activations_step == step:
+            keyed += [(f"activations/{key}", t) for key, t in self._activations.items()]
+        self._activations = {}
         self._log(step, keyed)
 
     def remove(self) -> None:
@@ -146,7 +148,7 @@ class Watch:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self._pending_activations = []
+        self._activations = {}
         self.active = False
 
     def __repr__(self) -> str:
@@ -176,43 +178,31 @@ class Watch:
         finally:
             self._count += 1
 
-    def _forward_starts(self, module: Any, _inputs: Any) -> None:
+    def _frozen_forward_ends(self, module: Any, _inputs: Any, _output: Any) -> None:
+        """A model with nothing to train has no backward pass: its training forward passes count."""
         import torch
 
-        training = module.training and torch.is_grad_enabled()
-        step = self.step
-        self._capturing_activations = (
-            self.activations
-            and training
-            and self.active
-            and step % self.every == 0
-            and step != self._last_activations
-        )
-
-    def _forward_ends(self, module: Any, _inputs: Any, _output: Any) -> None:
-        import torch
-
-        if self._capturing_activations:
-            self._capturing_activations = False
-            self._last_activations = self.step
-            pending, self._pending_activations = self._pending_activations, []
-            self._log(self.step, pending)
-        # A model with nothing to train has no backward pass: its training forward passes count.
-        frozen = self._backward_hooks and not self._grad_params
-        if frozen and module.training and torch.is_grad_enabled():
+        if module.training and torch.is_grad_enabled():
             self._backward_ends()
 
     def _activation_hook(self, name: str) -> Callable[..., None]:
-        def hook(_module: Any, _inputs: Any, output: Any) -> None:
-            if not self._capturing_activations:
+        def hook(module: Any, _inputs: Any, output: Any) -> None:
+            import torch
+
+            if not (module.training and torch.is_grad_enabled()):
+                return  # evaluation passes are not captured
+            step = self.step
+            if not self.due(step):
                 return
+            if self._activations_step != step:
+                self._activations, self._activations_step = {}, step
             tensors = _tensors_of(output)
             for i, tensor in enumerate(tensors):
                 key = name if len(tensors) == 1 else f"{name}/{i}"
-                if self._keep(key, tensor):
-                    # A copy: a later in-place layer (ReLU(inplace=True)) would change the output.
-                    copy = tensor.detach().clone()
-                    self._pending_activations.append((f"activations/{key}", copy))
+                # The first forward pass of a step only; a copy, since a later
+                # in-place layer (ReLU(inplace=True)) would change the output.
+                if key not in self._activations and self._keep(key, tensor):
+                    self._activations[key] = tensor.detach().clone()
 
         return hook
 
