@@ -322,7 +322,7 @@ TENSORS = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(TENSORS, min_size=1, max_size=6), st.integers(1, 70))
 def test_the_batched_torch_kernels_equal_the_core(tensors, bins) -> None:
     with warnings.catch_warnings():

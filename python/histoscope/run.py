@@ -177,7 +177,7 @@ class Run:
         Under ``torch.distributed`` only rank 0 logs, unless ``all_ranks``.
 
         A step is a backward pass through the model, counted from 0, or
-        ``step()`` when given: see `histoscope.watch` for how steps line up
+        ``step()`` when given: see `histoscope.watch.Watch` for how steps line up
         with `log`. Every tensor of a logging step is binned together, in
         ``bins`` equal bins, before training goes on.
 

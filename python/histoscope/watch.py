@@ -46,6 +46,15 @@ Filter = Union[str, "re.Pattern[str]", Callable[[str, Any], bool], None]
 class Watch:
     """What `Run.watch` returns: the hooks on one model, until `remove` (or `Run.unwatch`).
 
+    Steps: without ``step=``, backward pass ``k`` through the model (from 0)
+    is step ``k``, logged when ``k % every == 0``: the gradients as it
+    leaves them, the parameters at that moment (before the optimizer's
+    step), the activations of the forward pass before it. With one backward
+    pass and one optimizer step per batch, ``run.log(..., step=i)`` with
+    ``i`` counting batches from 0 lands on the same steps. ``step=lambda:
+    global_step`` uses your own counter instead (a step is then logged at its
+    first backward pass).
+
     Example:
         >>> import torch, histoscope as hs
         >>> model = torch.nn.Linear(4, 2)
@@ -241,7 +250,8 @@ def watch(
     step: Callable[[], int] | None = None,
     all_ranks: bool = False,
 ) -> Watch:
-    """Watches ``model`` in the run `histoscope.init` started last (see `Run.watch`).
+    """Watches ``model`` in the run `histoscope.init` started last (see `Run.watch`,
+    and `Watch` for how its steps line up with yours).
 
     Example:
         >>> import histoscope as hs
