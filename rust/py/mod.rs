@@ -17,6 +17,7 @@ use records::{ChartsRecord, LogdirRecord, RebinRecord};
 mod batch;
 mod binning;
 mod diagnose;
+mod binning_batch;
 mod follow;
 mod records;
 mod writer;
@@ -126,6 +127,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     writer::register(m)?;
     batch::register(m)?;
     binning::register(m)?;
+    binning_batch::register(m)?;
     follow::register(m)?;
     diagnose::register(m)?;
     Ok(())
