@@ -1,10 +1,20 @@
 """histoscope: the distributions of machine-learning training, read fast and shown to everyone.
 
 Example:
+    >>> import tempfile
+    >>> import numpy as np
     >>> import histoscope
-    >>> charts = histoscope.read_tensorboard_histograms("runs/")  # doctest: +SKIP
-    >>> charts[0]  # doctest: +SKIP
-    TensorBoardChart(tag='weights/dense', run='train', steps 0..19 (20 shown), 30 bins, ...)
+    >>> logs = tempfile.TemporaryDirectory()
+    >>> with histoscope.init("demo", run_name="train", dir=logs.name) as run:
+    ...     for step in range(5):
+    ...         weights = np.random.default_rng(step).normal(size=1000)
+    ...         run.add_histogram("weights", weights, step=step)
+    >>> chart = histoscope.read_tensorboard_histograms(logs.name, bins=30)[0]
+    >>> chart.tag, chart.run, chart.steps.tolist()
+    ('weights', 'demo/train', [0, 1, 2, 3, 4])
+    >>> chart.counts.shape, chart.counts.sum(axis=1).round(6).tolist()
+    ((5, 30), [1000.0, 1000.0, 1000.0, 1000.0, 1000.0])
+    >>> logs.cleanup()
 """
 
 from __future__ import annotations
@@ -54,4 +64,12 @@ __all__ = [
     "watch",
 ]
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    # The version is written once, in Cargo.toml; the installed metadata carries it.
+    # Reading it imports importlib.metadata (15-40 ms), so only on first use.
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("histoscope")
+    raise AttributeError(f"module 'histoscope' has no attribute {name!r}")

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from . import _core
+from . import __version__, _core
 from .reader import _check_logdir
 
 __all__ = ["main"]
@@ -213,6 +213,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="histoscope", description="Read, log and show the histograms of ML training."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     ls = commands.add_parser(
         "ls", help="list runs, histogram tags, step ranges and damaged files of a log directory"
