@@ -15,8 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-import numpy as np
-
 from . import _core
 from .reader import HistogramSeries, _names, _warn_reports, load_histograms
 from .storage import resolve_logdirs
@@ -177,7 +175,7 @@ def _loaded_series(source: object) -> list[HistogramSeries] | None:
         return out
     if isinstance(source, (str, os.PathLike)) or not isinstance(source, Iterable):
         return None
-    items = list(source)  # type: ignore[call-overload]
+    items = list(source)
     if items and all(isinstance(s, HistogramSeries) for s in items):
         return items
     return None

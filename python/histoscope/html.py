@@ -435,7 +435,7 @@ def _describe(chart: TensorBoardChart, labels: Sequence[str]) -> str:
         centre = _trend("centre", float(means[0]), float(means[1]), width / 2)
         spread = _trend("spread", float(spreads[0]), float(spreads[1]), 0.05 * float(spreads.max()))
         parts.append(f"From step {steps[first]} to step {steps[last]}, {centre} and {spread}.")
-    peak_step, peak_bin = np.unravel_index(int(np.argmax(counts)), counts.shape)
+    peak_step, peak_bin = (int(i) for i in np.unravel_index(int(np.argmax(counts)), counts.shape))
     parts.append(
         f"The highest count, {_count_text(counts[peak_step, peak_bin])}, is at step"
         f" {steps[peak_step]}, {labels[peak_bin]} to {labels[peak_bin + 1]}."

@@ -344,7 +344,7 @@ def _queue_callback(callback: Callable[[], None]) -> None:
     """Runs ``callback`` when the backward pass in progress ends, as DDP does."""
     from torch.autograd import Variable
 
-    Variable._execution_engine.queue_callback(callback)  # type: ignore[attr-defined]
+    Variable._execution_engine.queue_callback(callback)
 
 
 def _tensors_of(output: Any) -> list[torch.Tensor]:
