@@ -11,6 +11,7 @@ pub mod event_stream;
 pub mod event_writer;
 pub mod follow;
 pub mod huge_pages;
+pub mod layout;
 pub mod logdir;
 pub mod masked_crc;
 pub mod proto;

@@ -15,6 +15,7 @@ use crate::report::FileReport;
 mod batch;
 mod binning;
 mod follow;
+mod layout;
 mod writer;
 
 impl From<LogdirError> for PyErr {
@@ -223,5 +224,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batch::register(m)?;
     binning::register(m)?;
     follow::register(m)?;
+    layout::register(m)?;
     Ok(())
 }
