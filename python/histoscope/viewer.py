@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Awaitable
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable, TextIO
@@ -51,6 +52,8 @@ _ASSETS = {
 CARD_STEPS = 40
 #: The most steps a row of the overview holds.
 OVERVIEW_STEPS = 51
+#: How old the findings of ``diagnose`` may be before the log directory is checked again.
+FINDINGS_SECONDS = 10.0
 #: The shared equal bins a card's series are rebinned onto.
 CARD_BINS = 30
 
@@ -76,6 +79,7 @@ def create_app(logdir: str, *, refresh_seconds: float = 1.0, host: str = "127.0.
     index = LogdirIndex(os.fspath(logdir), refresh_seconds=refresh_seconds)
     index.runs()
     layouts = _Layouts(os.fspath(logdir), refresh_seconds)
+    findings = _Findings(os.fspath(logdir))
     routes = [
         Route("/", _page(logdir)),
         Route("/assets/{name}", _asset),
@@ -86,6 +90,7 @@ def create_app(logdir: str, *, refresh_seconds: float = 1.0, host: str = "127.0.
         Route("/api/buckets", _json(lambda request: _buckets(index, request))),
         Route("/api/card", _json(lambda request: _card(index, request))),
         Route("/api/overview", _json(lambda request: _overview(index, request))),
+        Route("/api/findings", _json(lambda request: findings.answer())),
     ]
     middleware = [
         Middleware(_SecurityHeaders),
@@ -231,8 +236,16 @@ def _encode(body: Any) -> bytes:
 def _page(logdir: str) -> Callable[[Request], Awaitable[Response]]:
     from starlette.responses import HTMLResponse
 
-    text = _read_asset("viewer.html")
-    page = text.replace("{title}", html.escape(f"histoscope: {os.path.abspath(logdir)}"))
+    page = (
+        _read_asset("viewer.html")
+        .replace("{title}", html.escape(f"histoscope: {os.path.abspath(logdir)}"))
+        .replace("{styles}", '<link rel="stylesheet" href="/assets/viewer.css">')
+        .replace(
+            "{scripts}",
+            '<script src="/assets/a11y.js"></script>\n'
+            '<script type="module" src="/assets/viewer.js"></script>',
+        )
+    )
 
     async def endpoint(request: Request) -> Response:
         return HTMLResponse(page)
@@ -297,14 +310,17 @@ def _integer(request: Request, name: str, minimum: int | None = None) -> int | N
 def _tags(index: LogdirIndex, layouts: _Layouts, request: Request) -> dict[str, Any]:
     by_tag: dict[str, list[str]] = {}
     runs = _chosen_runs(index, request)
+    steps = [np.zeros(0, dtype=np.int64)]
     for run in runs:
-        for tag in list(run.series):
+        for tag, series in list(run.series.items()):
             by_tag.setdefault(tag, []).append(run.name)
+            steps.append(series.view.steps)
     return {
         "tags": [{"tag": tag, "runs": by_tag[tag]} for tag in sorted(by_tag)],
         "versions": {run.name: run.version for run in runs},
         "reading": [run.name for run in runs if not run.caught_up],
         "layout": layouts.declared([run.name for run in runs]),
+        "steps": np.unique(np.concatenate(steps)),
     }
 
 
@@ -428,6 +444,32 @@ class _Layouts:
                     )
                 out.extend(self._found.get(run, []))
             return out
+
+
+class _Findings:
+    """``histoscope.diagnose`` over the log directory, run again at most every FINDINGS_SECONDS.
+
+    Empty, with ``available`` false, where this histoscope has no ``diagnose``.
+    """
+
+    def __init__(self, logdir: str) -> None:
+        self._logdir = logdir
+        self._at = -np.inf
+        self._found: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def answer(self) -> dict[str, Any]:
+        try:
+            from .diagnose import diagnose
+        except ImportError:
+            return {"findings": [], "available": False}
+        with self._lock:
+            if time.monotonic() - self._at > FINDINGS_SECONDS:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # damage is the follower's to report
+                    self._found = [finding.to_dict() for finding in diagnose(self._logdir)]
+                self._at = time.monotonic()
+            return {"findings": self._found, "available": True}
 
 
 def _card(index: LogdirIndex, request: Request) -> dict[str, Any]:
