@@ -6,6 +6,7 @@ pub mod binning;
 pub mod chart;
 pub mod compressor;
 pub mod data_compat;
+pub mod diagnose;
 pub mod event_file;
 pub mod event_stream;
 pub mod event_writer;

@@ -18,6 +18,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
     ) from error
 
 from .chart import TensorBoardChart
+from .diagnose import Finding, diagnose
 from .histogram import Histogram
 from .html import render, save_html, show
 from .reader import (
@@ -32,11 +33,13 @@ from .tidy import to_arrow, to_pandas
 
 __all__ = [
     "DamagedFileWarning",
+    "Finding",
     "Histogram",
     "HistogramSeries",
     "HistoscopeWarning",
     "Run",
     "TensorBoardChart",
+    "diagnose",
     "finish",
     "init",
     "load_histograms",

@@ -140,3 +140,44 @@ class LayoutRecord:
 def read_layout(
     path: str | os.PathLike[str], start: int = 0
 ) -> tuple[int, list[LayoutRecord]]: ...
+class FindingRecord:
+    @property
+    def kind(self) -> str: ...
+    @property
+    def run(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def first_step(self) -> int: ...
+    @property
+    def last_step(self) -> int: ...
+    @property
+    def severity(self) -> str: ...
+    @property
+    def evidence(self) -> list[tuple[str, float]]: ...
+    @property
+    def message(self) -> str: ...
+
+def diagnose_logdir(
+    logdir: _Logdirs,
+    kinds: list[str] | None = None,
+    roles: list[tuple[str, str]] | None = None,
+    runs: list[str] | None = None,
+    tags: list[str] | None = None,
+) -> tuple[list[FindingRecord], list[_Report]]: ...
+def diagnose_series(
+    series: list[
+        tuple[
+            str,
+            str,
+            npt.NDArray[np.int64],
+            npt.NDArray[np.float64],
+            npt.NDArray[np.int64],
+            npt.NDArray[np.float64],
+        ]
+    ],
+    kinds: list[str] | None = None,
+    roles: list[tuple[str, str]] | None = None,
+) -> list[FindingRecord]: ...

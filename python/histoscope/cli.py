@@ -149,6 +149,57 @@ def _add_demo(commands: argparse._SubParsersAction) -> None:
     demo.set_defaults(run=_demo)
 
 
+def _check(args: argparse.Namespace) -> int:
+    """Diagnoses a log directory; exit status 1 when a warning or error was found, else 0."""
+    from .diagnose import diagnose
+
+    findings = diagnose(args.logdir, kinds=args.kinds)
+    if args.json:
+        json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
+        print()
+    else:
+        _print_findings(findings, args.logdir, sys.stdout)
+    return 1 if any(f.severity != "info" for f in findings) else 0
+
+
+def _print_findings(findings: Sequence, logdir: str, out: TextIO) -> None:
+    """One block per finding: severity, kind, run, key and steps, then the message."""
+    if not findings:
+        print(f"no problems found in {logdir}", file=out)
+        return
+    rows = [
+        (f.severity.upper(), f.kind, f.run, f.key, f"steps {f.first_step}..{f.last_step}")
+        for f in findings
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row, finding in zip(rows, findings):
+        cells = "  ".join(cell.ljust(width) for cell, width in zip(row, widths))
+        print(f"{cells}  {row[4]}", file=out)
+        print(f"    {finding.message}", file=out)
+    counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+    summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n)
+    print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}: {summary}", file=out)
+
+
+def _add_check(commands: argparse._SubParsersAction) -> None:
+    from .diagnose import KINDS
+
+    check = commands.add_parser(
+        "check",
+        help="find vanishing or exploding gradients, NaN, dead or saturated units, collapse",
+        description="Diagnoses every histogram of LOGDIR and prints the findings. Exit status: "
+        "0 when nothing above info was found, 1 when a warning or error was, 2 for usage errors, "
+        "so that a training pipeline can use it as a gate.",
+    )
+    check.add_argument("logdir", help="a TensorBoard log directory")
+    check.add_argument("--json", action="store_true", help="print a JSON list of findings")
+    check.add_argument(
+        "--kinds", nargs="+", choices=KINDS, metavar="KIND",
+        help=f"only these kinds of finding: {', '.join(KINDS)}",
+    )  # fmt: skip
+    check.set_defaults(run=_check)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="histoscope", description="Read, log and show the histograms of ML training."
@@ -161,6 +212,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_export(commands)
     _add_view(commands)
     _add_demo(commands)
+    _add_check(commands)
     return parser
 
 

@@ -14,6 +14,7 @@ use crate::report::FileReport;
 
 mod batch;
 mod binning;
+mod diagnose;
 mod follow;
 mod layout;
 mod writer;
@@ -225,5 +226,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binning::register(m)?;
     follow::register(m)?;
     layout::register(m)?;
+    diagnose::register(m)?;
     Ok(())
 }

@@ -1,0 +1,212 @@
+"""Diagnosis: what went wrong in a training, found from its histograms (the rules run in Rust).
+
+`diagnose` reads a log directory (or takes histograms already loaded) and
+returns one `Finding` per problem: vanishing or exploding gradients, NaN or
+infinite values, dead ReLUs, saturated tanh or sigmoid units, and weights or
+activations that collapsed to a point. ``docs/diagnosis.md`` lists each rule,
+its threshold and why.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from . import _core
+from .reader import HistogramSeries, _names, _warn_reports, load_histograms
+from .storage import resolve_logdirs
+
+__all__ = ["KINDS", "ROLES", "SEVERITIES", "Finding", "diagnose"]
+
+#: The kinds of finding, in the order the rules run.
+KINDS = ("vanishing", "exploding", "nonfinite", "dead", "saturated", "collapsed")
+#: The roles a key can have; `diagnose`'s ``roles`` maps keys to these.
+ROLES = ("gradient", "parameter", "activation", "other")
+#: Severities from least to most severe.
+SEVERITIES = ("info", "warning", "error")
+
+PathLike = Union[str, "os.PathLike[str]"]
+Loaded = Mapping[str, Mapping[str, HistogramSeries]]
+Source = Union[PathLike, Sequence[PathLike], Loaded, HistogramSeries, Iterable[HistogramSeries]]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in one series (a key of a run), from ``first_step`` to ``last_step``.
+
+    ``severity`` is ``"info"`` (worth knowing, harmless), ``"warning"`` or
+    ``"error"`` (training is broken); ``evidence`` holds the numbers that
+    triggered the rule; ``message`` says what was seen and what to do.
+
+    Example:
+        >>> import histoscope
+        >>> findings = histoscope.diagnose("runs/")  # doctest: +SKIP
+        >>> findings[0].message  # doctest: +SKIP
+        "gradients/0.weight: gradient scale is 1.2e-09 from step 0, 10^5 times smaller than ..."
+    """
+
+    kind: str
+    run: str
+    key: str
+    first_step: int
+    last_step: int
+    severity: str
+    evidence: dict[str, float] = field(hash=False)
+    message: str
+    role: str = "other"
+
+    @classmethod
+    def _of(cls, record: _core.FindingRecord) -> Finding:
+        return cls(
+            kind=record.kind,
+            run=record.run,
+            key=record.key,
+            first_step=record.first_step,
+            last_step=record.last_step,
+            severity=record.severity,
+            evidence=dict(record.evidence),
+            message=record.message,
+            role=record.role,
+        )
+
+    @property
+    def level(self) -> int:
+        """The severity as a number: 0 info, 1 warning, 2 error."""
+        return SEVERITIES.index(self.severity)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The finding as plain JSON-ready values (a non-finite number of evidence becomes None).
+
+        Example:
+            >>> f = Finding("dead", "train", "activations/relu", 0, 9, "warning",
+            ...             {"zero_share": 0.99}, "activations/relu: 99% ...", "activation")
+            >>> f.to_dict()["evidence"]
+            {'zero_share': 0.99}
+        """
+        return {
+            "kind": self.kind,
+            "run": self.run,
+            "key": self.key,
+            "role": self.role,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "severity": self.severity,
+            "evidence": {k: (v if math.isfinite(v) else None) for k, v in self.evidence.items()},
+            "message": self.message,
+        }
+
+
+def diagnose(
+    source: Source,
+    *,
+    kinds: Iterable[str] | None = None,
+    roles: Mapping[str, str] | None = None,
+) -> list[Finding]:
+    """Finds what went wrong in the histograms of ``source``, sorted by run, key and kind.
+
+    ``source`` is anything `load_histograms` accepts (a log directory, several,
+    a glob pattern or an fsspec URL) or what it returned, a `HistogramSeries`
+    or a list of them. ``kinds`` keeps only those kinds (see `KINDS`).
+    A key's role (gradient, parameter or activation) decides which rules apply;
+    it is read from the key's words (``grad``, ``gradients``, ``param``,
+    ``weights``, ``activations``, ``act``, ``outputs``, and the
+    ``parameters/``, ``gradients/`` and ``activations/`` keys of ``run.watch``);
+    ``roles`` maps keys to a role of `ROLES` where the name does not say it.
+
+    Example:
+        >>> import histoscope
+        >>> for f in histoscope.diagnose("runs/", kinds=["dead"]):  # doctest: +SKIP
+        ...     print(f.severity, f.message)
+        warning activations/relu: 98% of the activations are exactly 0 from step 0: ...
+    """
+    kind_list = _checked_kinds(kinds)
+    role_pairs = _checked_roles(roles)
+    series = _loaded_series(source)
+    if series is not None:
+        arrays = [_arrays(s) for s in series]
+        records = _core.diagnose_series(arrays, kind_list, role_pairs)
+        return [Finding._of(r) for r in records]
+    logdirs, several = resolve_logdirs(source)  # type: ignore[arg-type]
+    if all(ref.is_local for ref in logdirs):
+        target: str | list[tuple[str, PathLike]] = (
+            [(ref.name, ref.path) for ref in logdirs] if several else logdirs[0].path
+        )
+        records, reports = _core.diagnose_logdir(target, kind_list, role_pairs)
+        _warn_reports(reports)
+        return [Finding._of(r) for r in records]
+    loaded = load_histograms(source)  # type: ignore[arg-type]
+    return diagnose(loaded, kinds=kind_list, roles=roles)
+
+
+def _checked_kinds(kinds: Iterable[str] | None) -> list[str] | None:
+    names = _names(kinds, "kinds")
+    for name in names or []:
+        if name not in KINDS:
+            raise ValueError(f"kinds: unknown kind {name!r}, expected some of {', '.join(KINDS)}")
+    return names
+
+
+def _checked_roles(roles: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
+    if roles is None:
+        return None
+    if not isinstance(roles, Mapping):
+        raise TypeError(f"roles must map keys to roles, got {type(roles).__name__}")
+    for key, role in roles.items():
+        if not isinstance(key, str) or role not in ROLES:
+            raise ValueError(f"roles[{key!r}] must be one of {', '.join(ROLES)}, got {role!r}")
+    return list(roles.items())
+
+
+def _loaded_series(source: object) -> list[HistogramSeries] | None:
+    """The series of ``source`` if it holds loaded histograms, None if it names log directories."""
+    if isinstance(source, HistogramSeries):
+        return [source]
+    if isinstance(source, Mapping):
+        out: list[HistogramSeries] = []
+        for tag, by_run in source.items():
+            if not isinstance(by_run, Mapping):
+                raise TypeError(
+                    f"source[{tag!r}] must map runs to HistogramSeries, as load_histograms "
+                    f"returns, got {type(by_run).__name__}"
+                )
+            out.extend(_series(s) for s in by_run.values())
+        return out
+    if isinstance(source, (str, os.PathLike)) or not isinstance(source, Iterable):
+        return None
+    items = list(source)  # type: ignore[call-overload]
+    if items and all(isinstance(s, HistogramSeries) for s in items):
+        return items
+    return None
+
+
+def _series(value: object) -> HistogramSeries:
+    if not isinstance(value, HistogramSeries):
+        raise TypeError(f"expected a HistogramSeries, got {type(value).__name__}")
+    return value
+
+
+def _arrays(s: HistogramSeries) -> tuple:
+    """(run, tag, steps, buckets (n, 3), offsets, stats (steps, 8)), as the core reads a series."""
+    buckets = s.buckets
+    lengths = np.fromiter((len(b) for b in buckets), dtype=np.int64, count=len(buckets))
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    flat = np.concatenate(buckets) if buckets else np.empty((0, 3))
+    stats = s.stats
+    table = (
+        np.column_stack([stats[name] for name in _core.STAT_NAMES])
+        if len(s)
+        else (np.empty((0, len(_core.STAT_NAMES))))
+    )
+    return (
+        s.run,
+        s.tag,
+        np.ascontiguousarray(s.steps, dtype=np.int64),
+        np.ascontiguousarray(flat, dtype=np.float64).reshape(-1, 3),
+        offsets,
+        np.ascontiguousarray(table, dtype=np.float64),
+    )

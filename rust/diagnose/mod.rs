@@ -1,0 +1,330 @@
+//! Diagnosis: statistics and rules over every histogram series, in parallel, giving findings.
+//!
+//! Each step is first reduced to a [`StepProfile`] (scale, spread, mass at zero
+//! and at the ends of bounded ranges) from its stored statistics or its
+//! buckets; the rules in `rules` then compare profiles along a series, against
+//! its own early steps and against the run's other gradients. The thresholds,
+//! and why they have their values, are in `rules` and `docs/diagnosis.md`.
+
+mod profile;
+mod roles;
+mod rules;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use rayon::prelude::*;
+use thiserror::Error;
+
+use crate::data_compat::Stats;
+use crate::logdir::Series;
+
+pub use profile::{profile, StepProfile};
+pub use roles::{role_of, Role};
+
+/// What went wrong in a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Vanishing,
+    Exploding,
+    Nonfinite,
+    Dead,
+    Saturated,
+    Collapsed,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::Vanishing,
+        Kind::Exploding,
+        Kind::Nonfinite,
+        Kind::Dead,
+        Kind::Saturated,
+        Kind::Collapsed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Vanishing => "vanishing",
+            Kind::Exploding => "exploding",
+            Kind::Nonfinite => "nonfinite",
+            Kind::Dead => "dead",
+            Kind::Saturated => "saturated",
+            Kind::Collapsed => "collapsed",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Kind {
+    type Err = DiagnoseError;
+
+    fn from_str(s: &str) -> Result<Self, DiagnoseError> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| DiagnoseError::UnknownKind(s.to_owned()))
+    }
+}
+
+/// How bad a finding is: `Info` is harmless, `Error` means training is broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One problem found in one series: where, how bad, the numbers behind it and what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub kind: Kind,
+    pub run: String,
+    pub key: String,
+    pub role: Role,
+    pub first_step: i64,
+    pub last_step: i64,
+    pub severity: Severity,
+    /// The numbers that triggered the rule, by name.
+    pub evidence: Vec<(String, f64)>,
+    /// One sentence a person can act on.
+    pub message: String,
+}
+
+/// Why diagnosis could not run.
+#[derive(Debug, Error, PartialEq)]
+pub enum DiagnoseError {
+    #[error("unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed")]
+    UnknownKind(String),
+    #[error("roles[{key:?}]: {problem}")]
+    UnknownRole { key: String, problem: String },
+    #[error("series {tag:?} of run {run:?}: {problem}")]
+    BadSeries {
+        run: String,
+        tag: String,
+        problem: String,
+    },
+}
+
+/// One series as the rules read it, borrowed from a loaded [`Series`] or from arrays.
+#[derive(Debug, Clone, Copy)]
+pub struct SeriesView<'a> {
+    pub run: &'a str,
+    pub tag: &'a str,
+    pub steps: &'a [i64],
+    /// Buckets of every step, flattened as (left, right, count) rows.
+    pub buckets: &'a [f64],
+    /// Step `i` holds rows `offsets[i]..offsets[i + 1]`.
+    pub offsets: &'a [usize],
+    pub stats: &'a [Stats],
+}
+
+impl<'a> From<&'a Series> for SeriesView<'a> {
+    fn from(s: &'a Series) -> Self {
+        SeriesView {
+            run: &s.run,
+            tag: &s.tag,
+            steps: &s.steps,
+            buckets: &s.buckets,
+            offsets: &s.offsets,
+            stats: &s.stats,
+        }
+    }
+}
+
+impl SeriesView<'_> {
+    /// Checks that the arrays fit together, so that no step reads outside its buckets.
+    pub fn check(&self) -> Result<(), DiagnoseError> {
+        let bad = |problem: String| DiagnoseError::BadSeries {
+            run: self.run.to_owned(),
+            tag: self.tag.to_owned(),
+            problem,
+        };
+        let n = self.steps.len();
+        if self.offsets.len() != n + 1 {
+            return Err(bad(format!(
+                "{} offsets for {n} steps, want {}",
+                self.offsets.len(),
+                n + 1
+            )));
+        }
+        if self.stats.len() != n {
+            return Err(bad(format!(
+                "{} stats rows for {n} steps",
+                self.stats.len()
+            )));
+        }
+        if self.offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad("offsets decrease".to_owned()));
+        }
+        if self.offsets[0] != 0 || 3 * self.offsets[n] != self.buckets.len() {
+            return Err(bad(format!(
+                "offsets run {}..{} but there are {} buckets",
+                self.offsets[0],
+                self.offsets[n],
+                self.buckets.len() / 3
+            )));
+        }
+        Ok(())
+    }
+
+    fn step_buckets(&self, i: usize) -> &[f64] {
+        &self.buckets[3 * self.offsets[i]..3 * self.offsets[i + 1]]
+    }
+}
+
+/// Which findings to look for, and roles that override those read from key names.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `None`: every kind.
+    pub kinds: Option<HashSet<Kind>>,
+    /// Key → role, for keys whose names do not say it.
+    pub roles: HashMap<String, Role>,
+}
+
+impl Options {
+    /// Options from names, as the Python API takes them; unknown names are errors.
+    pub fn parse(
+        kinds: Option<Vec<String>>,
+        roles: Vec<(String, String)>,
+    ) -> Result<Options, DiagnoseError> {
+        let kinds = kinds
+            .map(|k| k.iter().map(|s| s.parse()).collect::<Result<_, _>>())
+            .transpose()?;
+        let roles = roles
+            .into_iter()
+            .map(|(key, role)| match role.parse() {
+                Ok(role) => Ok((key, role)),
+                Err(problem) => Err(DiagnoseError::UnknownRole { key, problem }),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Options { kinds, roles })
+    }
+}
+
+/// Finds the problems of every series, each series profiled on its own core.
+///
+/// Findings come sorted by run, key, kind and first step.
+pub fn diagnose(series: &[SeriesView<'_>], options: &Options) -> Vec<Finding> {
+    let profiles: Vec<Vec<StepProfile>> = series
+        .par_iter()
+        .map(|s| {
+            (0..s.steps.len())
+                .map(|i| profile(s.step_buckets(i), &s.stats[i]))
+                .collect()
+        })
+        .collect();
+    let roles: Vec<Role> = series
+        .iter()
+        .map(|s| {
+            options
+                .roles
+                .get(s.tag)
+                .copied()
+                .unwrap_or_else(|| role_of(s.tag))
+        })
+        .collect();
+    let runs = RunSummary::of(series, &profiles, &roles);
+    let mut findings: Vec<Finding> = (0..series.len())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let s = &series[i];
+            let summary = &runs[s.run];
+            let context = rules::Context {
+                run: s.run,
+                key: s.tag,
+                role: roles[i],
+                steps: s.steps,
+                profiles: &profiles[i],
+                reference: summary.reference(i, s.steps, series),
+                run_last_step: summary.last_step,
+            };
+            rules::findings(&context)
+        })
+        .filter(|f| options.kinds.as_ref().is_none_or(|k| k.contains(&f.kind)))
+        .collect();
+    findings.sort_by(|a, b| {
+        (&a.run, &a.key, a.kind, a.first_step).cmp(&(&b.run, &b.key, b.kind, b.first_step))
+    });
+    findings
+}
+
+/// What the rules of one series need from the rest of its run.
+struct RunSummary {
+    /// The last step of any series of the run: a series ending well before it stopped.
+    last_step: i64,
+    /// For each step, the two largest gradient scales of the run's series, with the series' index.
+    gradient_top: BTreeMap<i64, [(usize, f64); 2]>,
+}
+
+impl RunSummary {
+    fn of<'a>(
+        series: &[SeriesView<'a>],
+        profiles: &[Vec<StepProfile>],
+        roles: &[Role],
+    ) -> HashMap<&'a str, RunSummary> {
+        let mut runs: HashMap<&str, RunSummary> = HashMap::new();
+        for (i, s) in series.iter().enumerate() {
+            let run = runs.entry(s.run).or_insert_with(|| RunSummary {
+                last_step: i64::MIN,
+                gradient_top: BTreeMap::new(),
+            });
+            if let Some(&last) = s.steps.last() {
+                run.last_step = run.last_step.max(last);
+            }
+            if roles[i] != Role::Gradient {
+                continue;
+            }
+            for (&step, p) in s.steps.iter().zip(&profiles[i]) {
+                if !p.has_values() {
+                    continue;
+                }
+                let top = run
+                    .gradient_top
+                    .entry(step)
+                    .or_insert([(usize::MAX, f64::NEG_INFINITY); 2]);
+                let scale = p.scale();
+                if scale > top[0].1 {
+                    top[1] = top[0];
+                    top[0] = (i, scale);
+                } else if scale > top[1].1 {
+                    top[1] = (i, scale);
+                }
+            }
+        }
+        runs
+    }
+
+    /// At each step of series `i`, the largest scale of another gradient of the run and its key.
+    fn reference<'a>(
+        &self,
+        i: usize,
+        steps: &[i64],
+        series: &[SeriesView<'a>],
+    ) -> Vec<Option<(f64, &'a str)>> {
+        steps
+            .iter()
+            .map(|step| {
+                let top = self.gradient_top.get(step)?;
+                let (j, scale) = if top[0].0 == i { top[1] } else { top[0] };
+                (j != usize::MAX).then(|| (scale, series[j].tag))
+            })
+            .collect()
+    }
+}

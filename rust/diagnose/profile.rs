@@ -1,0 +1,295 @@
+//! What the rules look at in one step of a histogram: its scale, spread and where its mass lies.
+//!
+//! The stored statistics win where a writer kept them (histoscope keeps all of
+//! them; PyTorch, TF1 and tensorboardX keep count, min, max and the sums behind
+//! mean and std); TF2 and Keras keep only buckets, so everything is also
+//! derived from the buckets.
+
+use crate::data_compat::Stats;
+
+/// Values at least this close to ±1 (or to 0 and 1) are in a bounded range's end.
+pub const END_MARGIN: f64 = 0.01;
+
+/// A bucket holding 0 and narrower than this share of the step's span holds
+/// exact zeros: TF's and PyTorch's exponential buckets put 0 alone in a bucket
+/// 1e-12 wide.
+const NARROW_ZERO_BUCKET: f64 = 1e-6;
+
+/// The numbers of one step that the rules compare.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepProfile {
+    /// Finite values (or their total weight).
+    pub count: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub std: f64,
+    /// Whether NaN or infinities were seen: a nonfinite count, NaN or infinite
+    /// edges or counts (TF writes NaN edges for NaN input), or statistics that
+    /// are NaN beside finite values.
+    pub nonfinite: bool,
+    /// How many nonfinite values, where the writer counted them (else 0).
+    pub nonfinite_count: f64,
+    /// Share of the finite mass at exactly 0 (an upper bound where the bucket
+    /// that holds 0 is wide).
+    pub zero_share: f64,
+    /// Share of the mass at or below `-1 + END_MARGIN`.
+    pub below_minus_one: f64,
+    /// Share of the mass at or above `1 - END_MARGIN`.
+    pub above_one: f64,
+    /// Share of the mass from 0 to `END_MARGIN`.
+    pub near_zero: f64,
+}
+
+impl StepProfile {
+    /// The root mean square of the values: how large they are, whatever their sign.
+    pub fn scale(&self) -> f64 {
+        (self.mean * self.mean + self.std * self.std).sqrt()
+    }
+
+    /// The largest magnitude of a value.
+    pub fn max_abs(&self) -> f64 {
+        self.min.abs().max(self.max.abs())
+    }
+
+    /// Whether the step holds finite values to judge.
+    pub fn has_values(&self) -> bool {
+        self.count > 0.0 && self.mean.is_finite() && self.std.is_finite()
+    }
+}
+
+/// The profile of one step from its buckets, three values (left, right, count) per bucket, and its stats.
+pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
+    let mut moments = BucketMoments::default();
+    let mut bad_buckets = false;
+    for b in buckets.chunks_exact(3) {
+        let (left, right, count) = (b[0], b[1], b[2]);
+        if !(left.is_finite() && right.is_finite() && count.is_finite()) {
+            bad_buckets = true;
+            continue;
+        }
+        moments.add(left, right, count);
+    }
+    let from_buckets = moments.finish();
+    let pick = |stored: f64, derived: f64| if stored.is_finite() { stored } else { derived };
+    let count = pick(stats.count, from_buckets.count);
+    let min = pick(stats.min, from_buckets.min);
+    let max = pick(stats.max, from_buckets.max);
+    let mean = pick(stats.mean, from_buckets.mean);
+    let std = pick(stats.std, from_buckets.std);
+    let nonfinite_count = if stats.nonfinite.is_finite() {
+        stats.nonfinite
+    } else {
+        0.0
+    };
+    // A legacy histogram of NaN input keeps a finite `num` but NaN sums or limits.
+    let nan_stats = stats.count > 0.0
+        && [stats.min, stats.max, stats.mean, stats.std]
+            .iter()
+            .any(|v| v.is_nan() || v.is_infinite());
+    let nonfinite = nonfinite_count > 0.0 || bad_buckets || nan_stats;
+    let mut shares = Shares::default();
+    if from_buckets.count > 0.0 {
+        for b in buckets.chunks_exact(3) {
+            shares.add(b[0], b[1], b[2], (min, max));
+        }
+        shares.scale(1.0 / from_buckets.count);
+    }
+    if min == 0.0 && max == 0.0 && count > 0.0 {
+        shares.zero = 1.0;
+        shares.near_zero = 1.0;
+    }
+    StepProfile {
+        count,
+        min,
+        max,
+        mean,
+        std,
+        nonfinite,
+        nonfinite_count,
+        zero_share: shares.zero,
+        below_minus_one: shares.below,
+        above_one: shares.above,
+        near_zero: shares.near_zero,
+    }
+}
+
+/// Count, extremes and moments of finite buckets, each bucket's mass spread evenly over it.
+#[derive(Default)]
+struct BucketMoments {
+    count: f64,
+    sum: f64,
+    sum_squares: f64,
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+struct Moments {
+    count: f64,
+    min: f64,
+    max: f64,
+    mean: f64,
+    std: f64,
+}
+
+impl BucketMoments {
+    fn add(&mut self, left: f64, right: f64, count: f64) {
+        if count <= 0.0 {
+            return;
+        }
+        let (lo, hi) = (left.min(right), left.max(right));
+        let mid = 0.5 * (lo + hi);
+        let width = hi - lo;
+        self.count += count;
+        self.sum += count * mid;
+        // E[x²] of a uniform bucket: mid² + width²/12.
+        self.sum_squares += count * (mid * mid + width * width / 12.0);
+        self.min = Some(self.min.map_or(lo, |m| m.min(lo)));
+        self.max = Some(self.max.map_or(hi, |m| m.max(hi)));
+    }
+
+    fn finish(&self) -> Moments {
+        if self.count <= 0.0 {
+            let nan = f64::NAN;
+            return Moments {
+                count: self.count,
+                min: nan,
+                max: nan,
+                mean: nan,
+                std: nan,
+            };
+        }
+        let mean = self.sum / self.count;
+        let var = (self.sum_squares / self.count - mean * mean).max(0.0);
+        Moments {
+            count: self.count,
+            min: self.min.unwrap_or(f64::NAN),
+            max: self.max.unwrap_or(f64::NAN),
+            mean,
+            std: var.sqrt(),
+        }
+    }
+}
+
+/// Shares of mass at zero and at the ends of the ranges of tanh and sigmoid.
+#[derive(Default)]
+struct Shares {
+    zero: f64,
+    below: f64,
+    above: f64,
+    near_zero: f64,
+}
+
+impl Shares {
+    fn add(&mut self, left: f64, right: f64, count: f64, (min, max): (f64, f64)) {
+        if !(left.is_finite() && right.is_finite() && count.is_finite()) || count <= 0.0 {
+            return;
+        }
+        let (lo, hi) = (left.min(right), left.max(right));
+        if lo <= 0.0 && 0.0 <= hi {
+            // Exact zeros cannot be told from small values in a wide bucket:
+            // count it whole, an upper bound, when it is narrow or 0 is the
+            // step's end (a ReLU's first bucket); a wide bucket straddling 0
+            // counts in proportion, as the values near 0 of a spread distribution.
+            let narrow = hi - lo <= NARROW_ZERO_BUCKET * (max - min).abs();
+            let at_end = (lo == 0.0 && min >= 0.0) || (hi == 0.0 && max <= 0.0);
+            self.zero += if narrow || at_end {
+                count
+            } else {
+                count * overlap(lo, hi, -END_MARGIN, END_MARGIN)
+            };
+        }
+        let limit = 1.0 - END_MARGIN;
+        self.below += count * overlap(lo, hi, f64::NEG_INFINITY, -limit);
+        self.above += count * overlap(lo, hi, limit, f64::INFINITY);
+        self.near_zero += count * overlap(lo, hi, 0.0, END_MARGIN);
+    }
+
+    fn scale(&mut self, factor: f64) {
+        self.zero *= factor;
+        self.below *= factor;
+        self.above *= factor;
+        self.near_zero *= factor;
+    }
+}
+
+/// The share of the bucket `[lo, hi]` inside `[a, b]`, its mass spread evenly (a point bucket: 0 or 1).
+fn overlap(lo: f64, hi: f64, a: f64, b: f64) -> f64 {
+    if hi == lo {
+        return if a <= lo && lo <= b { 1.0 } else { 0.0 };
+    }
+    let inside = hi.min(b) - lo.max(a);
+    (inside / (hi - lo)).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats_none() -> Stats {
+        Stats::MISSING
+    }
+
+    #[test]
+    fn moments_come_from_buckets_without_stats() {
+        // Two point buckets: -1 (x1) and 3 (x1): mean 1, std 2.
+        let p = profile(&[-1.0, -1.0, 1.0, 3.0, 3.0, 1.0], &stats_none());
+        assert_eq!(
+            (p.count, p.min, p.max, p.mean, p.std),
+            (2.0, -1.0, 3.0, 1.0, 2.0)
+        );
+        assert_eq!(p.scale(), 5f64.sqrt());
+        assert!(!p.nonfinite);
+    }
+
+    #[test]
+    fn stored_stats_win_over_buckets() {
+        let stats = Stats::from_array([10.0, -2.0, 2.0, 0.5, 0.25, 0.0, 0.0, 0.0]);
+        let p = profile(&[-2.0, 2.0, 10.0], &stats);
+        assert_eq!((p.mean, p.std, p.min, p.max), (0.5, 0.25, -2.0, 2.0));
+    }
+
+    #[test]
+    fn nan_edges_and_nan_sums_are_nonfinite() {
+        let tf2_nan = [f64::NAN, f64::NAN, 0.0, f64::NAN, f64::NAN, 0.0];
+        let p = profile(&tf2_nan, &stats_none());
+        assert!(p.nonfinite);
+        assert!(!p.has_values());
+        let legacy_nan = Stats::from_array([
+            4.0,
+            f64::NAN,
+            f64::NAN,
+            f64::NAN,
+            f64::NAN,
+            f64::NAN,
+            f64::NAN,
+            f64::NAN,
+        ]);
+        assert!(profile(&[0.0, 1.0, 4.0], &legacy_nan).nonfinite);
+        let counted = Stats::from_array([4.0, 0.0, 1.0, 0.5, 0.1, 2.0, 0.0, 0.0]);
+        let p = profile(&[0.0, 1.0, 4.0], &counted);
+        assert!(p.nonfinite && p.nonfinite_count == 2.0);
+    }
+
+    #[test]
+    fn zeros_in_a_narrow_bucket_or_at_a_relu_edge_count_whole() {
+        // TF's exponential buckets: 0 alone in [0, 1e-12].
+        let tf = [-1.0, -0.5, 1.0, 0.0, 1e-12, 8.0, 0.5, 1.0, 1.0];
+        assert_eq!(profile(&tf, &stats_none()).zero_share, 0.8);
+        // A ReLU's 3 uniform buckets from 0: the first holds the zeros.
+        let relu = [0.0, 1.0, 9.0, 1.0, 2.0, 0.0, 2.0, 3.0, 1.0];
+        assert_eq!(profile(&relu, &stats_none()).zero_share, 0.9);
+        // A normal straddling 0 in a wide bucket counts only its share near 0.
+        let normal = [-1.0, 1.0, 10.0];
+        let share = profile(&normal, &stats_none()).zero_share;
+        assert!((share - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn end_shares_of_a_tanh() {
+        // Half the mass in [-1, -0.99], a quarter at 1 exactly, a quarter in the middle.
+        let b = [-1.0, -0.99, 2.0, -0.5, 0.5, 1.0, 1.0, 1.0, 1.0];
+        let p = profile(&b, &stats_none());
+        assert_eq!((p.below_minus_one, p.above_one), (0.5, 0.25));
+    }
+}

@@ -1,0 +1,507 @@
+//! The rules: when a series' profiles along its steps make a finding, and what it says.
+//!
+//! Every threshold was set from real trainings (see `docs/diagnosis.md`): far
+//! enough from what healthy runs showed that they stay quiet, close enough to
+//! what broken runs showed that those are caught.
+
+use super::{Finding, Kind, Role, Severity, StepProfile};
+
+/// A problem must hold on at least this share of the steps from where it starts...
+const SUSTAINED_SHARE: f64 = 0.8;
+/// ...and on at least this many steps (or every step of a shorter series).
+const SUSTAINED_STEPS: usize = 3;
+
+/// Gradients with a root mean square below this are vanishing, whatever their layer.
+const VANISHING_ABSOLUTE: f64 = 1e-8;
+/// Or this many times smaller than the largest other gradient of the run at that step.
+const VANISHING_VS_LAYERS: f64 = 1e-4;
+/// Or this many times smaller than their own early scale.
+const VANISHING_VS_START: f64 = 1e-4;
+
+/// Values growing this many times above their early scale are exploding...
+const EXPLODING_GROWTH: f64 = 1e3;
+/// ...once their root mean square is at least this (so a zero-started bias growing is not).
+const EXPLODING_MIN_SCALE: f64 = 1.0;
+/// A gradient, parameter or activation this large is exploding, however it started.
+const EXPLODING_HUGE: f64 = 1e6;
+
+/// Activations with at least this share of their mass at exactly 0 are dead.
+const DEAD_SHARE: f64 = 0.95;
+
+/// Activations with at least this share within `END_MARGIN` of the ends of ±1 (or of 0 and 1) are saturated.
+const SATURATED_SHARE: f64 = 0.5;
+/// A range in [0, 1] needs this much mass at its top end too, so that a ReLU's zeros are not read as a sigmoid's 0.
+const SATURATED_TOP_SHARE: f64 = 0.1;
+/// How far outside ±1 a bounded range may reach (bucket edges and float rounding).
+const BOUND_SLACK: f64 = 1e-3;
+
+/// A spread this many times smaller than the largest it had before has collapsed.
+const COLLAPSED_VS_PEAK: f64 = 1e-3;
+
+/// A series ending this many of its own logging intervals before its run's last step stopped.
+const STOPPED_INTERVALS: f64 = 2.0;
+
+/// One series and what the rules need from the rest of its run.
+pub(super) struct Context<'a> {
+    pub run: &'a str,
+    pub key: &'a str,
+    pub role: Role,
+    pub steps: &'a [i64],
+    pub profiles: &'a [StepProfile],
+    /// At each step, the largest scale of another gradient of the run, and its key.
+    pub reference: Vec<Option<(f64, &'a str)>>,
+    pub run_last_step: i64,
+}
+
+impl Context<'_> {
+    fn finding(
+        &self,
+        kind: Kind,
+        (first, last): (usize, usize),
+        severity: Severity,
+        evidence: &[(&str, f64)],
+        message: String,
+    ) -> Finding {
+        Finding {
+            kind,
+            run: self.run.to_owned(),
+            key: self.key.to_owned(),
+            role: self.role,
+            first_step: self.steps[first],
+            last_step: self.steps[last],
+            severity,
+            evidence: evidence.iter().map(|&(k, v)| (k.to_owned(), v)).collect(),
+            message: format!("{}: {message}", self.key),
+        }
+    }
+
+    /// Indices of the steps holding finite values to judge.
+    fn valued(&self) -> Vec<usize> {
+        (0..self.profiles.len())
+            .filter(|&i| self.profiles[i].has_values())
+            .collect()
+    }
+
+    /// The median scale of the first tenth of the valued steps (1 to 10 of them).
+    fn early_scale(&self, valued: &[usize]) -> f64 {
+        let n = (valued.len() / 10).clamp(1, 10).min(valued.len());
+        median(valued[..n].iter().map(|&i| self.profiles[i].scale()))
+    }
+}
+
+/// Every finding of one series.
+pub(super) fn findings(cx: &Context<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    out.extend(nonfinite(cx));
+    out.extend(exploding(cx));
+    match cx.role {
+        Role::Gradient => out.extend(vanishing(cx)),
+        Role::Activation => {
+            out.extend(dead(cx));
+            out.extend(saturated(cx));
+        }
+        Role::Parameter | Role::Other => {}
+    }
+    // Dead and saturated units have no spread either: one finding says it.
+    let explained = out
+        .iter()
+        .any(|f| matches!(f.kind, Kind::Dead | Kind::Saturated));
+    if matches!(cx.role, Role::Parameter | Role::Activation) && !explained {
+        out.extend(collapsed(cx));
+    }
+    out
+}
+
+fn nonfinite(cx: &Context<'_>) -> Option<Finding> {
+    let bad: Vec<usize> = (0..cx.profiles.len())
+        .filter(|&i| cx.profiles[i].nonfinite)
+        .collect();
+    if let (Some(&first), Some(&last)) = (bad.first(), bad.last()) {
+        let values: f64 = bad.iter().map(|&i| cx.profiles[i].nonfinite_count).sum();
+        let counted = if values > 0.0 {
+            format!(" ({values} values)")
+        } else {
+            String::new()
+        };
+        return Some(cx.finding(
+            Kind::Nonfinite,
+            (first, last),
+            Severity::Error,
+            &[("steps", bad.len() as f64), ("nonfinite_count", values)],
+            format!(
+                "NaN or infinite values at {} of {} steps from step {}{counted}: training diverged; \
+                 lower the learning rate, clip gradients or look for a division by zero or log of 0",
+                bad.len(),
+                cx.steps.len(),
+                cx.steps[first]
+            ),
+        ));
+    }
+    stopped(cx)
+}
+
+/// PyTorch's `SummaryWriter` raises on NaN, so a diverged run's histograms just end.
+fn stopped(cx: &Context<'_>) -> Option<Finding> {
+    let last = cx.steps.len().checked_sub(1)?;
+    let intervals: Vec<f64> = cx.steps.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+    let interval = if intervals.is_empty() {
+        1.0
+    } else {
+        median(intervals.into_iter())
+    };
+    let gap = (cx.run_last_step - cx.steps[last]) as f64;
+    if gap < STOPPED_INTERVALS * interval.max(1.0) {
+        return None;
+    }
+    Some(cx.finding(
+        Kind::Nonfinite,
+        (last, last),
+        Severity::Warning,
+        &[("last_step", cx.steps[last] as f64), ("run_last_step", cx.run_last_step as f64)],
+        format!(
+            "stops at step {} while the run goes on to step {}: writers such as PyTorch's \
+             SummaryWriter raise on NaN or infinite values, so they probably turned non-finite here",
+            cx.steps[last], cx.run_last_step
+        ),
+    ))
+}
+
+fn exploding(cx: &Context<'_>) -> Option<Finding> {
+    let valued = cx.valued();
+    if valued.is_empty() {
+        return None;
+    }
+    let early = cx.early_scale(&valued);
+    let huge_applies = cx.role != Role::Other;
+    let flagged: Vec<usize> = valued
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let p = &cx.profiles[i];
+            let grew = early > 0.0
+                && p.scale() >= EXPLODING_GROWTH * early
+                && p.scale() >= EXPLODING_MIN_SCALE;
+            grew || (huge_applies && p.max_abs() >= EXPLODING_HUGE)
+        })
+        .collect();
+    let (&first, &last) = (flagged.first()?, flagged.last()?);
+    // One spike that training recovered from is not an explosion; one at the end (before NaN) is.
+    let ends_there = valued.last() == Some(&last);
+    if flagged.len() < 2.min(valued.len()) && !ends_there {
+        return None;
+    }
+    let peak = flagged
+        .iter()
+        .map(|&i| cx.profiles[i].scale())
+        .fold(0.0, f64::max);
+    let max_abs = flagged
+        .iter()
+        .map(|&i| cx.profiles[i].max_abs())
+        .fold(0.0, f64::max);
+    let growth = if early > 0.0 {
+        peak / early
+    } else {
+        f64::INFINITY
+    };
+    Some(cx.finding(
+        Kind::Exploding,
+        (first, last),
+        Severity::Error,
+        &[
+            ("early_scale", early),
+            ("peak_scale", peak),
+            ("growth", growth),
+            ("max_abs", max_abs),
+        ],
+        format!(
+            "{} scale grows from {} to {} ({} times) from step {}, largest value {}: \
+             exploding {}s; lower the learning rate or clip gradients",
+            cx.role,
+            sci(early),
+            sci(peak),
+            sci(growth),
+            cx.steps[first],
+            sci(max_abs),
+            noun(cx.role)
+        ),
+    ))
+}
+
+fn vanishing(cx: &Context<'_>) -> Option<Finding> {
+    let valued = cx.valued();
+    if valued.is_empty() {
+        return None;
+    }
+    if valued.iter().all(|&i| cx.profiles[i].max_abs() == 0.0) {
+        let all = (valued[0], valued[valued.len() - 1]);
+        return Some(cx.finding(
+            Kind::Vanishing,
+            all,
+            Severity::Info,
+            &[("scale", 0.0), ("steps", valued.len() as f64)],
+            "the gradient is exactly 0 at every step: this parameter gets no gradient, as a bias \
+             before a normalization layer does by construction; otherwise check it is used"
+                .to_owned(),
+        ));
+    }
+    let early = cx.early_scale(&valued);
+    let why = |i: usize| -> Option<Vanished> {
+        let scale = cx.profiles[i].scale();
+        if scale < VANISHING_ABSOLUTE {
+            return Some(Vanished::Absolute);
+        }
+        if let Some((reference, key)) = cx.reference[i] {
+            if scale < VANISHING_VS_LAYERS * reference {
+                return Some(Vanished::VsLayer(reference, key.to_owned()));
+            }
+        }
+        (early > 0.0 && scale < VANISHING_VS_START * early).then_some(Vanished::VsStart)
+    };
+    let flags: Vec<bool> = valued.iter().map(|&i| why(i).is_some()).collect();
+    let (a, b) = sustained(&flags)?;
+    let (first, last) = (valued[a], valued[b]);
+    let scale = cx.profiles[first].scale();
+    let from = cx.steps[first];
+    let (evidence, message) = match why(first)? {
+        Vanished::Absolute => (
+            vec![("scale", scale)],
+            format!(
+                "gradient scale is {} from step {from}, too small to change the weights: \
+                 vanishing gradients",
+                sci(scale)
+            ),
+        ),
+        Vanished::VsLayer(reference, key) => (
+            vec![
+                ("scale", scale),
+                ("reference_scale", reference),
+                ("ratio", scale / reference),
+            ],
+            format!(
+                "gradient scale is {} from step {from}, {} times smaller than {key}'s: \
+                 vanishing gradients; use ReLU-like activations, normalization or residual \
+                 connections",
+                sci(scale),
+                power_of_ten(reference / scale)
+            ),
+        ),
+        Vanished::VsStart => (
+            vec![
+                ("scale", scale),
+                ("early_scale", early),
+                ("ratio", scale / early),
+            ],
+            format!(
+                "gradient scale falls to {} by step {from}, {} times smaller than at the start: \
+                 vanishing gradients",
+                sci(scale),
+                power_of_ten(early / scale)
+            ),
+        ),
+    };
+    Some(cx.finding(
+        Kind::Vanishing,
+        (first, last),
+        Severity::Warning,
+        &evidence,
+        message,
+    ))
+}
+
+enum Vanished {
+    Absolute,
+    VsLayer(f64, String),
+    VsStart,
+}
+
+fn dead(cx: &Context<'_>) -> Option<Finding> {
+    let valued = cx.valued();
+    let flags: Vec<bool> = valued
+        .iter()
+        .map(|&i| cx.profiles[i].zero_share >= DEAD_SHARE)
+        .collect();
+    let (a, b) = sustained(&flags)?;
+    let (first, last) = (valued[a], valued[b]);
+    let share = median(valued[a..=b].iter().map(|&i| cx.profiles[i].zero_share));
+    Some(cx.finding(
+        Kind::Dead,
+        (first, last),
+        Severity::Warning,
+        &[("zero_share", share)],
+        format!(
+            "{} of the activations are exactly 0 from step {}: dead ReLUs pass no gradient; \
+             look for a large negative bias or too high a learning rate, or use a leaky ReLU",
+            percent(share),
+            cx.steps[first]
+        ),
+    ))
+}
+
+/// The share of a step's mass at the ends of its bounded range, if its values lie in ±1 or in [0, 1].
+fn end_share(p: &StepProfile) -> Option<(f64, &'static str)> {
+    let high = 1.0 + BOUND_SLACK;
+    if p.max > high || p.min < -high {
+        return None;
+    }
+    if p.min < 0.0 {
+        return Some((p.below_minus_one + p.above_one, "-1 and 1"));
+    }
+    (p.above_one >= SATURATED_TOP_SHARE).then(|| (p.near_zero + p.above_one, "0 and 1"))
+}
+
+fn saturated(cx: &Context<'_>) -> Option<Finding> {
+    let valued = cx.valued();
+    let ends: Vec<Option<(f64, &str)>> =
+        valued.iter().map(|&i| end_share(&cx.profiles[i])).collect();
+    let flags: Vec<bool> = ends
+        .iter()
+        .map(|e| e.is_some_and(|(share, _)| share >= SATURATED_SHARE))
+        .collect();
+    let (a, b) = sustained(&flags)?;
+    let (first, last) = (valued[a], valued[b]);
+    let share = median(ends[a..=b].iter().flatten().map(|&(s, _)| s));
+    let (_, bounds) = ends[a]?;
+    Some(cx.finding(
+        Kind::Saturated,
+        (first, last),
+        Severity::Warning,
+        &[("end_share", share)],
+        format!(
+            "{} of the activations are piled within 0.01 of {bounds} from step {}: saturated \
+             units pass almost no gradient; scale or normalize their inputs",
+            percent(share),
+            cx.steps[first]
+        ),
+    ))
+}
+
+fn collapsed(cx: &Context<'_>) -> Option<Finding> {
+    let valued = cx.valued();
+    let mut peak: f64 = 0.0;
+    let flags: Vec<bool> = valued
+        .iter()
+        .map(|&i| {
+            let p = &cx.profiles[i];
+            let collapsed = p.count > 1.0 && peak > 0.0 && p.std < COLLAPSED_VS_PEAK * peak;
+            peak = peak.max(p.std);
+            collapsed
+        })
+        .collect();
+    let (a, b) = sustained(&flags)?;
+    if b != valued.len() - 1 {
+        return None;
+    }
+    let (first, last) = (valued[a], valued[b]);
+    let spread = cx.profiles[last].std;
+    let peak = valued[..a]
+        .iter()
+        .map(|&i| cx.profiles[i].std)
+        .fold(0.0, f64::max);
+    Some(cx.finding(
+        Kind::Collapsed,
+        (first, last),
+        Severity::Warning,
+        &[
+            ("spread", spread),
+            ("peak_spread", peak),
+            ("ratio", spread / peak),
+        ],
+        format!(
+            "spread shrinks from {} to {} by step {}: the {}s collapsed to almost one value; \
+             look for too strong weight decay or a too high learning rate",
+            sci(peak),
+            sci(spread),
+            cx.steps[first],
+            noun(cx.role)
+        ),
+    ))
+}
+
+/// The first index from which `flags` holds on `SUSTAINED_SHARE` of the rest, and the last index that holds.
+fn sustained(flags: &[bool]) -> Option<(usize, usize)> {
+    let n = flags.len();
+    let total = flags.iter().filter(|&&f| f).count();
+    if total < SUSTAINED_STEPS.min(n).max(1) {
+        return None;
+    }
+    let mut held_from = total;
+    for (i, &flag) in flags.iter().enumerate() {
+        if flag && held_from as f64 >= SUSTAINED_SHARE * (n - i) as f64 {
+            let last = flags.iter().rposition(|&f| f)?;
+            return Some((i, last));
+        }
+        if flag {
+            held_from -= 1;
+        }
+    }
+    None
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        0.5 * (v[mid - 1] + v[mid])
+    }
+}
+
+fn noun(role: Role) -> &'static str {
+    match role {
+        Role::Gradient => "gradient",
+        Role::Parameter => "parameter",
+        Role::Activation => "activation",
+        Role::Other => "value",
+    }
+}
+
+/// A number in short scientific form: `1.2e-19`.
+fn sci(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    format!("{x:.1e}")
+}
+
+/// A ratio as a power of ten: `10^14`.
+fn power_of_ten(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio <= 0.0 {
+        return format!("{ratio}");
+    }
+    format!("10^{}", ratio.log10().round() as i64)
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.0}%", 100.0 * share)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sustained_needs_most_of_the_rest() {
+        assert_eq!(sustained(&[false, true, true, true]), Some((1, 3)));
+        // One flag among five after it (a blip) is not sustained; the later run is.
+        let f = [
+            true, false, false, false, false, true, true, true, true, false,
+        ];
+        assert_eq!(sustained(&f), Some((5, 8)));
+        assert_eq!(sustained(&[true, true, false, false, false]), None);
+        assert_eq!(sustained(&[true]), Some((0, 0)));
+        assert_eq!(sustained(&[]), None);
+    }
+
+    #[test]
+    fn helpers_format_numbers() {
+        assert_eq!(sci(1.234e-19), "1.2e-19");
+        assert_eq!(power_of_ten(1.1e14), "10^14");
+        assert_eq!(percent(0.987), "99%");
+        assert_eq!(median([3.0, 1.0, 2.0].into_iter()), 2.0);
+    }
+}
