@@ -122,6 +122,35 @@ def _add_view(commands: argparse._SubParsersAction) -> None:
     view.set_defaults(run=_view)
 
 
+def _report(args: argparse.Namespace) -> int:
+    """Writes the offline HTML report of a log directory."""
+    from .report import write_report
+
+    path = write_report(args.logdir, args.output, max_steps=args.max_steps)
+    size = path.stat().st_size
+    print(f"wrote {path} ({size / 1e6:.1f} MB); open it in a browser, no server needed")
+    return 0
+
+
+def _add_report(commands: argparse._SubParsersAction) -> None:
+    report = commands.add_parser(
+        "report",
+        help="write one self-contained offline HTML file of a whole log directory",
+        description="Writes the overview, the sections and every card of LOGDIR, with the "
+        "viewer's keys, speech, sound and braille, into one HTML file that opens from disk "
+        "and makes no network request.",
+    )
+    report.add_argument("logdir", help="a TensorBoard log directory")
+    report.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    report.add_argument(
+        "--max-steps",
+        type=int,
+        default=51,
+        help="the most steps kept per series, thinned evenly (default 51)",
+    )
+    report.set_defaults(run=_report)
+
+
 def _demo(args: argparse.Namespace) -> int:
     """Trains a small model, logs its histograms, saves their charts and maybe serves them."""
     from .demo import run_demo
@@ -211,6 +240,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("logdir", help="a TensorBoard log directory")
     _add_export(commands)
     _add_view(commands)
+    _add_report(commands)
     _add_demo(commands)
     _add_check(commands)
     return parser
