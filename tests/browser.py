@@ -99,3 +99,24 @@ def screenshot() -> Callable[[Page, str], Path]:
         return path
 
     return take
+
+
+def write_thousand_keys(logdir: Path, steps: int = 20) -> None:
+    """Two runs of 500 ``params/`` and 500 ``grads/`` keys at ``steps`` steps, and three
+    ``debug/`` keys that ``define_metric`` puts in a hidden "Debugging" section."""
+    import numpy as np
+
+    import histoscope
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=256)
+    for run_name, scale in [("baseline", 1.0), ("wide", 2.0)]:
+        with histoscope.init("big", run_name=run_name, dir=logdir) as run:
+            run.define_metric("debug/*", section="Debugging", hidden=True)
+            for step in range(steps):
+                shrink = scale * (1 + step) / steps
+                for layer in range(500):
+                    run.add_histogram(f"params/layer{layer:03d}", base * shrink + layer / 500, step=step, bins=20)
+                    run.add_histogram(f"grads/layer{layer:03d}", base * shrink * 1e-3 * (layer + 1), step=step, bins=20)
+                for name in ("a", "b", "c"):
+                    run.add_histogram(f"debug/{name}", base, step=step, bins=10)

@@ -110,6 +110,8 @@ def test_the_address_is_on_loopback_and_the_page_has_a_card_per_key(
     assert server.url.startswith("http://127.0.0.1:")
     tags = page.eval_on_selector_all("article.card", "els => els.map(e => e.dataset.tag)")
     assert tags == TAGS
+    headings = page.locator("details.section > summary h2").all_text_contents()
+    assert headings == ["activations (1)", "weights (2)"]
     for tag in TAGS:
         card = page.locator(f'article.card[data-tag="{tag}"]')
         runs = card.locator("svg.panel").evaluate_all("els => els.map(e => e.dataset.run)")
@@ -179,30 +181,52 @@ def test_over_steps_draws_the_median_and_three_bands_per_run(
 
 
 def test_the_overlay_shows_each_shown_run_and_follows_the_run_list(page: Page) -> None:
-    overlay = page.locator("#overlay path.overlay-run")
+    page.check('input[name="view"][value="overlay"]')
+    card = page.locator('article.card[data-tag="weights/dense"]')
+    overlay = card.locator("svg.panel path.overlay-run")
+    expect(overlay).to_have_count(2)
     assert overlay.evaluate_all("els => els.map(e => e.dataset.run)") == RUNS
+    expect(card.locator(".legend li")).to_have_text(["train, step 19", "validation, step 19"])
     page.uncheck('#runs input[data-run="validation"]')
     expect(overlay).to_have_count(1)
-    expect(page.locator('article.card[data-tag="weights/dense"] svg.panel')).to_have_count(1)
     page.check('#runs input[data-run="validation"]')
     expect(overlay).to_have_count(2)
-    page.select_option("#overlay-tag", "weights/dense_buckets8")
-    expect(page.locator("#overlay-legend li")).to_have_text(
-        ["train, step 19", "validation, step 19"]
-    )
 
 
-def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, logdir: Path) -> None:
+def _card_answer(server: Server, tag: str, step: int) -> dict:
+    query = f"api/card?tag={tag}&run=train&run=validation&step={step}"
+    with urllib.request.urlopen(server.url + query) as answer:
+        return json.load(answer)
+
+
+def test_cards_draw_every_run_on_the_same_equal_bins(server: Server, logdir: Path) -> None:
+    card = _card_answer(server, "weights/dense", 7)
+    edges = np.array(card["edges"])
+    widths = np.diff(edges)
+    np.testing.assert_allclose(widths, widths[0], rtol=1e-9)
     series = _series(logdir)["weights/dense"]
+    for entry in card["runs"]:
+        raw = series[entry["run"]].buckets[7]
+        assert entry["current"]["step"] == 7 and entry["previous"]["step"] == 6
+        # overlap-proportional rebinning keeps every count
+        assert sum(entry["current"]["counts"]) == pytest.approx(raw[:, 2].sum())
+        assert entry["steps"] == list(range(20))
+    assert edges[0] <= min(series[r].buckets[7][0, 0] for r in RUNS)
+
+
+def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(
+    page: Page, server: Server
+) -> None:
+    card = _card_answer(server, "weights/dense", 19)
+    counts = card["runs"][0]["current"]["counts"]
     chart = page.locator('article.card[data-tag="weights/dense"] .chart')
     chart.focus()
     page.keyboard.press("Home")
-    first = series["train"].buckets[-1][0]
-    count = int(first[2])
-    total = series["train"].buckets[-1][:, 2].sum()
-    share = f"{round(1000 * count / total) / 10:.1f}%"
+    share = f"{round(1000 * counts[0] / sum(counts)) / 10:.1f}%"
+    low, high = (f"{card['edges'][i]:.3g}" for i in (0, 1))
     text = _announcement(page, "weights/dense")
-    assert re.fullmatch(rf"train, step 19, \S+ to \S+, count {count}, {share} of the step", text)
+    assert text.startswith(f"train, step 19, {low} to ")
+    assert text.endswith(f", {share} of the step"), (text, share)
     assert chart.locator("circle.cursor").get_attribute("data-bin") == "0"
     page.keyboard.press("ArrowLeft")
     expect(page.locator('article.card[data-tag="weights/dense"] .announcement')).to_have_text(
@@ -220,8 +244,7 @@ def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, logd
     page.keyboard.press("b")
     braille = page.locator('article.card[data-tag="weights/dense"] .braille')
     expect(braille.locator("mark")).to_have_count(1)
-    cells = len(series["validation"].buckets[18])
-    assert len(braille.text_content()) == cells
+    assert len(braille.text_content()) == len(card["edges"]) - 1
     spoken = _announcement(page, "weights/dense")
     page.keyboard.press("r")
     review = page.locator('article.card[data-tag="weights/dense"] .review')
@@ -286,10 +309,66 @@ def test_paths_outside_the_data_are_refused(server: Server, path: str) -> None:
     assert server.get(path) == 404
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/buckets?tag=weights/dense&step=x&run=train",
+        "/api/buckets?tag=weights/dense&run=train",
+        "/api/series?run=train",
+        "/api/series?tag=weights/dense&run=train&since=eight",
+        "/api/card?run=train",
+        "/api/card?tag=weights/dense&run=train&from=5&to=1",
+        "/api/card?tag=weights/dense&run=train&bins=0",
+        "/api/card?tag=weights/dense&run=train&step=1.5",
+        "/api/overview?run=train&stat=median",
+        "/api/overview?stat=std",
+    ],
+)
+def test_malformed_parameters_are_a_bad_request(server: Server, path: str) -> None:
+    assert server.get(path) == 400
+
+
 def test_the_data_and_assets_are_served(server: Server) -> None:
-    for path in ["/", "/assets/viewer.js", "/assets/a11y.js", "/assets/viewer.css", "/api/runs"]:
+    assets = ["viewer.js", "a11y.js", "viewer.css", *viewer.MODULES, "api.js"]
+    for path in ["/", *(f"/assets/{name}" for name in assets), "/api/runs", "/api/findings"]:
         assert server.get(path) == 200, path
     assert server.get("/api/series?tag=weights/dense&run=train") == 200
+    assert server.get("/api/overview?run=train&stat=absmax") == 200
+
+
+def _answer(server: Server, path: str, host: str | None = None) -> http.client.HTTPResponse:
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    headers = {"Host": host} if host else {}
+    connection.request("GET", path, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:6006", "127.0.0.1.evil.example"])
+def test_a_foreign_host_header_is_refused(server: Server, host: str) -> None:
+    for path in ["/", "/api/runs", "/api/series?tag=weights/dense&run=train"]:
+        assert _answer(server, path, host).status == 400
+
+
+def test_every_answer_carries_the_security_headers(server: Server) -> None:
+    port = urlsplit(server.url).port
+    for path, host, status in [
+        ("/", f"localhost:{port}", 200),
+        ("/api/runs", f"127.0.0.1:{port}", 200),
+        ("/assets/app.js", None, 200),
+        ("/assets/nothing.js", None, 404),
+        ("/api/card?run=train", None, 400),
+        ("/", "evil.example", 400),
+    ]:
+        response = _answer(server, path, host)
+        assert response.status == status, path
+        assert response.getheader("x-content-type-options") == "nosniff"
+        policy = response.getheader("content-security-policy")
+        assert "default-src 'none'" in policy and "script-src 'self'" in policy
+        assert "connect-src 'self'" in policy
 
 
 def test_series_answers_are_strict_json_with_null_for_missing_statistics(server: Server) -> None:
@@ -338,7 +417,7 @@ def test_series_are_sent_from_the_steps_held_a_page_at_a_time(
     (_, other) = _series_answer(index, query + f"{generation + 1}:8")["series"]
     assert other["from"] == 0 and other["steps"] == steps[:8]  # another generation: from 0
     for wrong in ["eight", "0:-1", "1"]:
-        with pytest.raises(viewer._NotFound):
+        with pytest.raises(viewer._BadRequest):
             _series_answer(index, query + wrong)
 
 
@@ -365,9 +444,10 @@ def test_a_host_off_loopback_is_warned_about(logdir: Path) -> None:
         process.terminate()
         _, errors = process.communicate(timeout=10)
     assert "warning: serving on 0.0.0.0" in errors
+    assert "visible on the network" in errors
 
 
-@pytest.mark.parametrize("view", ["figures", "steps"])
+@pytest.mark.parametrize("view", ["ridgeline", "overlay", "heatmap", "steps"])
 def test_axe_finds_no_violations(page: Page, view: str) -> None:
     page.check(f'input[name="view"][value="{view}"]')
     page.locator("article.card .chart").first.focus()

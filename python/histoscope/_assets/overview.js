@@ -40,7 +40,7 @@ export function makeOverview(app, container) {
     const { canvas, tags, scale } = grid;
     const steps = answer.steps;
     const cell = Math.max(4, Math.min(18, Math.floor(720 / Math.max(1, steps.length))));
-    const row = Math.max(3, Math.min(14, Math.floor(480 / Math.max(1, tags.length))));
+    const row = Math.max(1, Math.min(14, Math.floor(480 / Math.max(1, tags.length))));
     const gutter = 10;
     canvas.width = gutter + cell * steps.length;
     canvas.height = row * tags.length;
@@ -140,7 +140,7 @@ export function makeOverview(app, container) {
   }
 
   function legendOf(scale, stat) {
-    const svg = svgElement("svg", { viewBox: "0 0 360 26", class: "overview-legend", "aria-hidden": "true" });
+    const svg = svgElement("svg", { viewBox: "0 0 480 26", class: "overview-legend", "aria-hidden": "true" });
     for (let i = 0; i < 10; i++) svgElement("rect", { x: i * 14, y: 2, width: 14.5, height: 10, fill: rgb(viridis(i / 9)) }, svg);
     const low = svgElement("text", { x: 0, y: 24 }, svg);
     low.textContent = formatValue(scale.lo);
