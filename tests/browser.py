@@ -92,10 +92,10 @@ def open_page(browser: Browser) -> Iterator[Callable[[Path], Page]]:
 def screenshot() -> Callable[[Page, str], Path]:
     """Saves a full-page screenshot under tests/output/ for a reviewer to look at."""
 
-    def take(page: Page, name: str) -> Path:
+    def take(page: Page, name: str, full_page: bool = True) -> Path:
         OUTPUT.mkdir(exist_ok=True)
         path = OUTPUT / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         return path
 
     return take
@@ -116,7 +116,14 @@ def write_thousand_keys(logdir: Path, steps: int = 20) -> None:
             for step in range(steps):
                 shrink = scale * (1 + step) / steps
                 for layer in range(500):
-                    run.add_histogram(f"params/layer{layer:03d}", base * shrink + layer / 500, step=step, bins=20)
-                    run.add_histogram(f"grads/layer{layer:03d}", base * shrink * 1e-3 * (layer + 1), step=step, bins=20)
+                    run.add_histogram(
+                        f"params/layer{layer:03d}", base * shrink + layer / 500, step=step, bins=20
+                    )
+                    run.add_histogram(
+                        f"grads/layer{layer:03d}",
+                        base * shrink * 1e-3 * (layer + 1),
+                        step=step,
+                        bins=20,
+                    )
                 for name in ("a", "b", "c"):
                     run.add_histogram(f"debug/{name}", base, step=step, bins=10)

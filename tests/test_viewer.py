@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from browser import AUDIO_PROBE, write_thousand_keys
 from playwright.sync_api import Browser, Page, expect
 
 import histoscope
@@ -214,9 +215,7 @@ def test_cards_draw_every_run_on_the_same_equal_bins(server: Server, logdir: Pat
     assert edges[0] <= min(series[r].buckets[7][0, 0] for r in RUNS)
 
 
-def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(
-    page: Page, server: Server
-) -> None:
+def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, server: Server) -> None:
     card = _card_answer(server, "weights/dense", 19)
     counts = card["runs"][0]["current"]["counts"]
     chart = page.locator('article.card[data-tag="weights/dense"] .chart')
@@ -453,4 +452,188 @@ def test_axe_finds_no_violations(page: Page, view: str) -> None:
     page.locator("article.card .chart").first.focus()
     page.keyboard.press("b")
     results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
+
+
+# ---- a real network's worth of keys: 500 params/, 500 grads/ and 3 hidden debug/ keys, 2 runs
+
+
+@pytest.fixture(scope="module")
+def thousand(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("thousand")
+    write_thousand_keys(root)
+    return root / "big"
+
+
+@pytest.fixture(scope="module")
+def big_server(thousand: Path) -> Iterator[Server]:
+    running = Server(thousand)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def big_page(browser: Browser, big_server: Server) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.route(
+        lambda url: not url.startswith(big_server.url), lambda route: route.abort()
+    )  # the page may ask its own server only
+    context.add_init_script(AUDIO_PROBE)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.goto(big_server.url)
+    expect(opened.locator("#status")).to_contain_text("1003 histogram keys", timeout=30000)
+    yield opened
+    context.close()
+    assert errors == [], f"the page reported errors: {errors}"
+
+
+def _headings(page: Page) -> list[str]:
+    return page.locator("details.section > summary h2").all_text_contents()
+
+
+def _element_count(page: Page) -> int:
+    return page.evaluate("document.getElementsByTagName('*').length")
+
+
+def test_keys_are_grouped_into_sections_and_declared_hidden_keys_are_collapsed(
+    big_page: Page, screenshot
+) -> None:
+    assert _headings(big_page) == ["Debugging (3)", "grads (500)", "params (500)"]
+    debugging = big_page.locator('details.section[data-section="Debugging"]')
+    hidden = debugging.locator("details.hidden-cards")
+    expect(hidden.locator(":scope > summary")).to_have_text("Hidden keys (3)")
+    expect(hidden.locator("article.card").first).to_be_hidden()
+    hidden.locator(":scope > summary").click()
+    expect(hidden.locator("article.card")).to_have_count(3)
+    hidden.locator("article.card").first.scroll_into_view_if_needed()
+    expect(hidden.locator('article.card[data-tag="debug/a"] svg.panel')).to_have_count(2)
+    grads = big_page.locator('details.section[data-section="grads"]')
+    grads.locator(":scope > summary").click()  # collapse: its cards leave the page's layout
+    expect(grads.locator("article.card").first).to_be_hidden()
+    screenshot(big_page, "viewer_sections", full_page=False)
+
+
+def test_the_filter_takes_a_regular_expression_or_a_substring_and_lives_in_the_url(
+    big_page: Page, big_server: Server, browser: Browser
+) -> None:
+    box = big_page.get_by_role("searchbox", name="Filter keys")
+    box.fill("layer01[0-2]$")
+    expect(big_page.locator("details.section:visible > summary h2")).to_have_text(
+        ["grads (3 of 500)", "params (3 of 500)"]
+    )
+    shown = big_page.locator("article.card:visible")
+    assert sorted(shown.evaluate_all("els => els.map(e => e.dataset.tag)")) == [
+        f"{kind}/layer01{i}" for kind in ("grads", "params") for i in range(3)
+    ]
+    box.fill("grads/layer499")  # a substring (and a regular expression matching itself)
+    expect(big_page.locator("article.card:visible")).to_have_count(1)
+    box.fill("grads/layer4[")  # not a regular expression: matched as text
+    expect(big_page.locator("#status")).to_contain_text("0 match the filter")
+    box.fill("params/layer00[0-1]$")
+    big_page.check('input[name="view"][value="heatmap"]')
+    big_page.uncheck('#runs input[data-run="wide"]')
+    expect(big_page.locator("article.card:visible svg.panel")).to_have_count(2)
+    url = big_page.url
+    assert "filter=params%2Flayer00%5B0-1%5D%24" in url and "view=heatmap" in url
+    assert "runs=baseline" in url
+    again = browser.new_page(viewport={"width": 1400, "height": 1000})
+    again.goto(url)
+    expect(again.locator("article.card:visible svg.panel.heatmap")).to_have_count(2, timeout=30000)
+    expect(again.get_by_role("searchbox", name="Filter keys")).to_have_value("params/layer00[0-1]$")
+    assert again.locator('input[name="view"][value="heatmap"]').is_checked()
+    assert not again.locator('#runs input[data-run="wide"]').is_checked()
+    again.close()
+
+
+def test_cards_are_drawn_near_the_viewport_only_and_the_page_stays_small(big_page: Page) -> None:
+    big_page.locator(
+        'details.section[data-section="grads"] article.card svg.panel'
+    ).first.wait_for()
+    counts = [_element_count(big_page)]
+    for _ in range(12):
+        big_page.mouse.wheel(0, 2500)
+        big_page.wait_for_timeout(150)
+        counts.append(_element_count(big_page))
+    drawn = big_page.locator("article.card.mounted").count()
+    assert max(counts) <= 10_000, counts
+    assert 0 < drawn < 60, drawn  # of 1,003 cards
+    assert big_page.locator("article.card").count() == 1003
+
+
+def test_the_heatmap_has_a_colour_scale_with_its_legend_and_the_log_axis_relabels_it(
+    big_page: Page, screenshot
+) -> None:
+    big_page.get_by_role("searchbox", name="Filter keys").fill("^grads/layer00[0-3]$")
+    big_page.check('input[name="view"][value="heatmap"]')
+    card = big_page.locator('article.card[data-tag="grads/layer000"]')
+    panels = card.locator("svg.panel.heatmap")
+    expect(panels).to_have_count(2)
+    assert panels.first.locator("image.cells").get_attribute("href").startswith("data:image/png")
+    legend = panels.first.locator(".legend-scale")
+    assert legend.locator("rect").count() == 10
+    expect(legend).to_contain_text("count per bin")
+    big_page.check("#log-axis")
+    expect(panels.first.locator(".legend-scale")).to_contain_text("count per bin (log scale)")
+    assert "log=1" in big_page.url
+    card.locator(".chart").focus()
+    big_page.keyboard.press("End")
+    expect(card.locator(".announcement")).to_contain_text("baseline, step 19, ")
+    screenshot(big_page, "viewer_heatmap", full_page=False)
+    big_page.check('input[name="view"][value="ridgeline"]')
+    expect(card.locator("path.ridge")).to_have_count(40)
+    ticks = card.locator("svg.panel").first.locator("text.tick").all_text_contents()
+    assert ticks and all(re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", t) for t in ticks), ticks
+    screenshot(big_page, "viewer_ridgeline", full_page=False)
+    big_page.fill("#range-from", "5")
+    big_page.press("#range-from", "Enter")
+    big_page.fill("#range-to", "9")
+    big_page.press("#range-to", "Enter")
+    expect(card.locator("svg.panel").first.locator("path.ridge")).to_have_count(5)
+    assert card.locator("path.ridge").evaluate_all("els => els.map(e => e.dataset.step)")[:5] == [
+        "5",
+        "6",
+        "7",
+        "8",
+        "9",
+    ]
+
+
+def test_the_overview_is_walked_by_keyboard_and_opens_a_card_at_a_step(
+    big_page: Page, screenshot
+) -> None:
+    grid = big_page.locator('.overview-grid[data-section="grads"]')
+    grid.focus()
+    live = big_page.locator(".overview-block", has=grid).locator(".announcement")
+    expect(live).to_contain_text("grads/layer000, step 19, standard deviation ")
+    big_page.keyboard.press("ArrowDown")
+    expect(live).to_contain_text("grads/layer001, step 19, standard deviation ")
+    big_page.keyboard.press("ArrowLeft")
+    expect(live).to_have_text(
+        re.compile(r"grads/layer001, step 18, standard deviation \S+; key 2 of 500")
+    )
+    big_page.keyboard.press("ArrowUp")
+    big_page.keyboard.press("ArrowUp")
+    expect(live).to_have_text("First key")
+    big_page.keyboard.press("s")  # the row as sound: one tone per step
+    expect(live).to_contain_text("Playing grads/layer000, 20 steps")
+    big_page.wait_for_timeout(2600)
+    expect(big_page.locator("body")).to_be_visible()
+    assert big_page.evaluate("window.__audio.oscillators.length") == 20
+    screenshot(big_page, "viewer_overview", full_page=False)
+    big_page.keyboard.press("Enter")
+    card = big_page.locator('article.card[data-tag="grads/layer000"]')
+    expect(card.locator(".chart")).to_be_focused()
+    expect(big_page.locator("body")).to_have_attribute("data-step", "18")
+    expect(card.locator("svg.panel").first).to_have_attribute("data-step", "18")
+
+
+def test_axe_finds_no_violations_on_a_thousand_keys(big_page: Page) -> None:
+    big_page.locator(
+        'details.section[data-section="Debugging"] details.hidden-cards summary'
+    ).click()
+    big_page.locator("article.card svg.panel").first.wait_for()
+    results = Axe().run(big_page)
     assert results.violations_count == 0, results.generate_report()

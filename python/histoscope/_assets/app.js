@@ -11,7 +11,8 @@ import { makeOverview, STAT_NAMES } from "./overview.js";
 const a11y = window.histoscopeA11y;
 const POLL_MS = 2000;
 const MAX_SHOWN = 12; // runs shown at first; the rest can be shown from the list
-const NEAR = "900px 0px"; // cards this close to the viewport are drawn, farther ones released
+const NEAR = "600px 0px"; // cards this close to the viewport are drawn, farther ones released
+const LOADING_AT_ONCE = 4;
 const STATS = ["count", "min", "max", "mean", "std", "nonfinite"];
 const VIEWS = ["ridgeline", "overlay", "heatmap", "steps"];
 
@@ -226,7 +227,35 @@ export function start(source) {
 
   // ---- the data of a card ------------------------------------------------------------------
 
-  async function load(card) {
+  // Cards ask for their data a few at a time, so a fast scroll does not queue requests on
+  // the server for cards already scrolled past (those are skipped once released).
+  const queue = [];
+  let loading = 0;
+
+  function load(card) {
+    return new Promise((resolve) => {
+      card.waiters = (card.waiters || []).concat(resolve);
+      if (!queue.includes(card)) queue.push(card);
+      pump();
+    });
+  }
+
+  function pump() {
+    while (loading < LOADING_AT_ONCE && queue.length) {
+      const card = queue.pop(); // the card asked for last: the one just scrolled to
+      const waiters = card.waiters || [];
+      card.waiters = [];
+      loading += 1;
+      loadNow(card).catch((error) => { status.textContent = "Cannot reach the data: " + error.message; })
+        .finally(() => {
+          loading -= 1;
+          for (const resolve of waiters) resolve();
+          pump();
+        });
+    }
+  }
+
+  async function loadNow(card) {
     if (!card.mounted) return;
     const runs = cardRuns(card);
     const request = ++card.request;

@@ -39,8 +39,8 @@ export function makeOverview(app, container) {
   function drawGrid(grid) {
     const { canvas, tags, scale } = grid;
     const steps = answer.steps;
-    const cell = Math.max(4, Math.min(18, Math.floor(720 / Math.max(1, steps.length))));
-    const row = Math.max(1, Math.min(14, Math.floor(480 / Math.max(1, tags.length))));
+    const cell = Math.max(3, Math.min(14, Math.floor(360 / Math.max(1, steps.length))));
+    const row = Math.max(1, Math.min(14, Math.floor(360 / Math.max(1, tags.length))));
     const gutter = 10;
     canvas.width = gutter + cell * steps.length;
     canvas.height = row * tags.length;
@@ -140,15 +140,18 @@ export function makeOverview(app, container) {
   }
 
   function legendOf(scale, stat) {
-    const svg = svgElement("svg", { viewBox: "0 0 480 26", class: "overview-legend", "aria-hidden": "true" });
+    const box = document.createElement("div");
+    box.className = "overview-legend";
+    const svg = svgElement("svg", { viewBox: "0 0 150 26", "aria-hidden": "true" }, box);
     for (let i = 0; i < 10; i++) svgElement("rect", { x: i * 14, y: 2, width: 14.5, height: 10, fill: rgb(viridis(i / 9)) }, svg);
     const low = svgElement("text", { x: 0, y: 24 }, svg);
     low.textContent = formatValue(scale.lo);
     const high = svgElement("text", { x: 140, y: 24, "text-anchor": "end" }, svg);
     high.textContent = formatValue(scale.hi);
-    const name = svgElement("text", { x: 150, y: 11 }, svg);
+    const name = document.createElement("span");
     name.textContent = STAT_NAMES[stat] + (scale.log ? " (log scale)" : "") + "; grey: not logged";
-    return svg;
+    box.appendChild(name);
+    return box;
   }
 
   // One grid per section with its shown keys, in the order of the page.
