@@ -485,6 +485,7 @@ def big_page(browser: Browser, big_server: Server) -> Iterator[Page]:
     opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     opened.goto(big_server.url)
     expect(opened.locator("#status")).to_contain_text("1003 histogram keys", timeout=30000)
+    expect(opened.locator("#status")).not_to_contain_text("still reading", timeout=30000)
     yield opened
     context.close()
     assert errors == [], f"the page reported errors: {errors}"

@@ -511,8 +511,8 @@ export function start(source) {
     }
     card.node.scrollIntoView({ block: "center" });
     mount(card);
+    card.chart.focus(); // first, so the card is not released while the step loads
     await chooseStep(step);
-    card.chart.focus();
     card.speak(card.tag + " at step " + state.step);
   }
 
@@ -582,6 +582,7 @@ export function start(source) {
     state.versions = Object.assign({}, state.versions, tags.versions);
     state.tagRuns = new Map(tags.tags.map((entry) => [entry.tag, entry.runs]));
     const names = tags.tags.map((entry) => entry.tag);
+    state.reading = tags.reading.length;
     const layoutKey = JSON.stringify(tags.layout);
     const newTags = names.some((tag) => !state.cards.has(tag)) || layoutKey !== state.layoutKey;
     if (newTags) {
@@ -592,7 +593,6 @@ export function start(source) {
     }
     const before = state.step;
     takeSteps(tags.steps);
-    state.reading = tags.reading.length;
     const work = [];
     for (const card of state.cards.values()) {
       if (!card.mounted) continue;

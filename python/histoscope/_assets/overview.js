@@ -156,6 +156,9 @@ export function makeOverview(app, container) {
 
   // One grid per section with its shown keys, in the order of the page.
   function render(sections) {
+    // A grid being walked keeps its place (and the focus) when new steps redraw the overview.
+    const walked = grids.find((g) => g.node.contains(document.activeElement));
+    const keep = walked && { section: walked.node.dataset.section, tag: walked.tags[walked.row_], step: answer && answer.steps[walked.col] };
     grids.length = 0;
     if (!answer) return;
     const blocks = sections.filter((s) => s.tags.length).map((section) => {
@@ -203,6 +206,13 @@ export function makeOverview(app, container) {
       return block;
     });
     container.replaceChildren(...blocks);
+    const again = keep && grids.find((g) => g.node.dataset.section === keep.section);
+    if (again) {
+      again.row_ = Math.max(0, again.tags.indexOf(keep.tag));
+      const col = answer.steps.indexOf(keep.step);
+      again.col = col >= 0 ? col : again.col;
+      again.node.focus();
+    }
   }
 
   async function load(run, stat) {
