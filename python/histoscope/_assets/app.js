@@ -555,7 +555,10 @@ export function start(source) {
   // ---- polling -------------------------------------------------------------------------------
 
   function describeStatus() {
-    if (!state.runs.length) return;
+    if (!state.runs.length) {
+      status.textContent = "No runs yet: no events files under this log directory" + (source.live ? "; watching for them" : "");
+      return;
+    }
     const filtered = state.filter ? ", " + state.matching + " match the filter" : "";
     status.textContent = state.runs.length + " runs (" + shownRuns().length + " shown), " +
       state.tags.length + " histogram keys" + filtered + (state.reading ? "; still reading " + state.reading + " runs" : "");
@@ -601,6 +604,7 @@ export function start(source) {
     }
     await Promise.all(work);
     if (changed.length || showChanged || first) await Promise.all([loadOverview(showChanged), loadFindings()]);
+    if (!runs.length) placeCards();
     describeStatus();
     document.body.dataset.step = String(state.step);
     document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
