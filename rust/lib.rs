@@ -3,6 +3,7 @@
 //! Plain Rust with no Python in it; the bindings live in `py` and only convert.
 
 pub mod binning;
+pub mod binning_batch;
 pub mod chart;
 pub mod compressor;
 pub mod data_compat;

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -356,3 +357,132 @@ def test_an_uncaught_exception_still_flushes_at_exit(tmp_path: Path) -> None:
     )
     assert done.returncode == 1 and "the training loop failed" in done.stderr
     assert read_back(tmp_path / "p" / "crashed", "w").steps.tolist() == [0, 1, 2, 3, 4]
+
+
+MB = 1 << 20
+
+
+def gated_histogram(gate: threading.Event, failure: BaseException | None = None) -> hs.Histogram:
+    """A histogram the writer thread cannot take until ``gate`` is set: a slow
+    (or, with ``failure``, dying) writer, whatever the disk."""
+
+    class Gated(hs.Histogram):
+        __slots__ = ()
+
+        @property
+        def edges(self) -> np.ndarray:
+            gate.wait()
+            if failure is not None:
+                raise failure
+            return super().edges
+
+    plain = hs.Histogram([1.0, 2.0], bins=2)
+    return Gated(np_histogram=(plain.counts, plain.edges))
+
+
+def wait_until(condition, thread: threading.Thread | None = None) -> None:
+    """Waits for ``condition()`` while ``thread`` (if any) is still running;
+    fails if the thread ends first, or after a minute."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert thread is None or thread.is_alive(), "the thread ended instead of waiting"
+        assert time.monotonic() < deadline, "the condition never became true"
+        time.sleep(0.005)
+
+
+def test_add_histogram_waits_for_a_slow_writer_at_the_bound(tmp_path: Path) -> None:
+    gate = threading.Event()
+    values = np.ones(MB // 8)  # 1 MiB each
+    run = hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=3 * MB)
+    run.log({"gate": gated_histogram(gate)}, step=0)
+    for step in range(3):
+        run.add_histogram("x", values, step=step)
+    assert run.backlog.pending_bytes == 3 * MB
+    fourth = threading.Thread(target=run.add_histogram, args=("x", values, 3))
+    fourth.start()
+    wait_until(lambda: run.backlog.waiting == 1, fourth)
+    assert run.backlog.pending_bytes == 3 * MB  # the fourth is not copied yet
+    gate.set()
+    fourth.join()
+    run.finish()
+    assert run.backlog == hs.run.Backlog(pending_bytes=0, waiting=0, dropped=0, unwritten=0)
+    assert read_back(run.dir, "x").steps.tolist() == [0, 1, 2, 3]
+    assert read_back(run.dir, "gate").steps.tolist() == [0]
+
+
+def test_on_full_drop_drops_counts_and_warns_once(tmp_path: Path) -> None:
+    gate = threading.Event()
+    values = np.ones(MB // 8)
+    run = hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=2 * MB, on_full="drop")
+    run.log({"gate": gated_histogram(gate)}, step=0)
+    run.add_histogram("x", values, step=0)
+    run.add_histogram("x", values, step=1)
+    with pytest.warns(hs.HistoscopeWarning, match="'x' dropped") as first:
+        run.add_histogram("x", values, step=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run.add_histogram("y", values, step=0)
+    assert len(first) == 1 and run.backlog.dropped == 2
+    gate.set()
+    run.flush()
+    run.add_histogram("x", values, step=3)  # room again once the writer caught up
+    with pytest.warns(hs.HistoscopeWarning, match=r"2 histograms were dropped .*'x', 'y'"):
+        run.finish()
+    assert read_back(run.dir, "x").steps.tolist() == [0, 1, 3]
+
+
+def test_one_histogram_larger_than_the_bound_still_goes_through(tmp_path: Path) -> None:
+    with hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=1000) as run:
+        for step in range(3):
+            run.add_histogram("big", np.arange(10_000.0), step=step)
+    assert read_back(run.dir, "big").steps.tolist() == [0, 1, 2]
+
+
+def test_finish_gives_up_on_a_stuck_writer_and_says_what_was_not_written(tmp_path: Path) -> None:
+    gate = threading.Event()
+    run = hs.init("p", run_name="r", dir=tmp_path)
+    run.log({"gate": gated_histogram(gate)}, step=0)
+    run.add_histogram("x", np.arange(10.0), step=0)
+    run.log({"loss": 0.5}, step=0)
+    with pytest.warns(
+        hs.HistoscopeWarning,
+        match=r"2 histograms and 1 scalars were not written: "
+        r"the writer thread did not finish within 0.05 s",
+    ):
+        run.finish(timeout=0.05)
+    gate.set()  # let the thread end
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_finish_and_flush_do_not_hang_on_a_dead_writer(tmp_path: Path) -> None:
+    gate = threading.Event()
+    gate.set()
+    run = hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=MB)
+    run.add_histogram("before", np.arange(10.0), step=0)
+    run.flush()
+    run.log({"boom": gated_histogram(gate, SystemExit("writer killed"))}, step=0)
+    wait_until(lambda: not run._thread.is_alive())
+    run.add_histogram("x", np.ones(MB // 8), step=0)
+    run.add_histogram("x", np.ones(MB // 8), step=1)  # the bound does not wait on a dead writer
+    run.log({"loss": 0.5}, step=0)
+    with pytest.warns(hs.HistoscopeWarning, match="the writer thread has stopped"):
+        run.flush()
+    with pytest.warns(
+        hs.HistoscopeWarning,
+        match=r"2 histograms and 1 scalars were not written: the writer thread stopped early",
+    ):
+        run.finish()
+    assert read_back(run.dir, "before").steps.tolist() == [0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"max_pending_bytes": 0}, ValueError, "max_pending_bytes must be an int > 0"),
+        ({"max_pending_bytes": 1.5}, TypeError, "max_pending_bytes must be an int > 0"),
+        ({"on_full": "block"}, ValueError, "on_full must be 'wait' or 'drop'"),
+    ],
+)
+def test_bad_bound_arguments_are_named(tmp_path: Path, kwargs, error, message) -> None:
+    with pytest.raises(error, match=message):
+        hs.init("p", run_name="r", dir=tmp_path, **kwargs)

@@ -30,6 +30,7 @@ from .reader import (
 )
 from .run import Run, finish, init, log
 from .tidy import to_arrow, to_pandas
+from .watch import watch
 
 __all__ = [
     "DamagedFileWarning",
@@ -50,6 +51,7 @@ __all__ = [
     "show",
     "to_arrow",
     "to_pandas",
+    "watch",
 ]
 
 __version__ = "0.1.0"

@@ -181,3 +181,16 @@ def diagnose_series(
     kinds: list[str] | None = None,
     roles: list[tuple[str, str]] | None = None,
 ) -> list[FindingRecord]: ...
+class BinnedHistogram:
+    @property
+    def edges(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def counts(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def stats(self) -> npt.NDArray[np.float64]: ...
+
+def histograms(
+    values: list[npt.NDArray[np.generic]],
+    bins: int,
+    encodings: list[str] | None = None,
+) -> list[BinnedHistogram]: ...

@@ -15,6 +15,7 @@ use crate::report::FileReport;
 mod batch;
 mod binning;
 mod diagnose;
+mod binning_batch;
 mod follow;
 mod layout;
 mod writer;
@@ -224,6 +225,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     writer::register(m)?;
     batch::register(m)?;
     binning::register(m)?;
+    binning_batch::register(m)?;
     follow::register(m)?;
     layout::register(m)?;
     diagnose::register(m)?;

@@ -1,0 +1,92 @@
+"""A PyTorch Lightning callback that watches the model and logs it to a histoscope run.
+
+Gradients and parameters are captured just before each optimizer step (after
+gradient accumulation, before Lightning clips them), at ``trainer.global_step``:
+the step Lightning's own loggers use for what ``training_step`` logs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+try:
+    from lightning.pytorch import Callback  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # the older package name
+    from pytorch_lightning import Callback  # type: ignore[assignment,no-redef,import-not-found,unused-ignore]
+
+from ..run import Run, init
+from ..watch import Filter, Watch
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["HistoscopeCallback"]
+
+
+class HistoscopeCallback(Callback):  # type: ignore[misc,unused-ignore]
+    """Watches the `LightningModule` being fitted (see `histoscope.Run.watch`).
+
+    ``run`` is the histoscope run to log to; without one, a run of
+    ``project`` is started in ``<default_root_dir>/histoscope-logs`` and
+    finished with the fit. ``every`` defaults to the trainer's
+    ``log_every_n_steps``. Only the global rank 0 logs.
+
+    Example:
+        >>> from histoscope.integrations.lightning import HistoscopeCallback
+        >>> trainer = L.Trainer(callbacks=[HistoscopeCallback(log="all")])  # doctest: +SKIP
+        >>> trainer.fit(model, data)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        run: Run | None = None,
+        *,
+        project: str = "lightning",
+        log: str = "gradients",
+        every: int | None = None,
+        filter: Filter = None,
+        bins: int = 64,
+        activations: bool = False,
+    ) -> None:
+        super().__init__()
+        self.run = run
+        self.project = project
+        self.options: dict[str, Any] = {
+            "log": log,
+            "filter": filter,
+            "bins": bins,
+            "activations": activations,
+        }
+        self.every = every
+        self._watch: Watch | None = None
+        self._owns_run = False
+
+    def setup(self, trainer: Any, pl_module: torch.nn.Module, stage: str) -> None:
+        if stage != "fit" or not trainer.is_global_zero or self._watch is not None:
+            return
+        if self.run is None:
+            dir = os.path.join(trainer.default_root_dir, "histoscope-logs")
+            self.run, self._owns_run = init(self.project, dir=dir), True
+        every = self.every if self.every is not None else max(1, trainer.log_every_n_steps)
+        self._watch = Watch(
+            self.run,
+            pl_module,
+            every=every,
+            step=lambda: trainer.global_step,
+            all_ranks=True,  # is_global_zero decided already
+            backward_hooks=False,
+            **self.options,
+        )
+
+    def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
+        if self._watch is not None and self._watch.due():
+            self._watch.capture()
+
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if stage != "fit" or self._watch is None:
+            return
+        self._watch.remove()
+        self._watch = None
+        if self._owns_run and self.run is not None:
+            self.run.finish()

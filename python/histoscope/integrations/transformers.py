@@ -1,0 +1,117 @@
+"""A Hugging Face ``transformers`` callback that watches the model and logs to a histoscope run.
+
+Gradients and parameters are captured just before each optimizer step (after
+gradient accumulation and clipping), at the step the Trainer reports that
+batch's loss at: ``state.global_step + 1``. The Trainer's logs (loss,
+learning rate, ...) are logged as scalars at ``state.global_step``, so both
+line up in one run.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from typing import TYPE_CHECKING, Any
+
+from transformers import TrainerCallback  # type: ignore[import-not-found,unused-ignore]
+
+from ..run import Run, init
+from ..watch import Filter, Watch
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["HistoscopeCallback"]
+
+
+class HistoscopeCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
+    """Watches the model a ``transformers.Trainer`` trains (see `histoscope.Run.watch`).
+
+    ``run`` is the histoscope run to log to; without one, a run of
+    ``project`` is started in ``<output_dir>/histoscope-logs`` and finished
+    with the training. ``every`` defaults to ``args.logging_steps``. Only the
+    main process logs.
+
+    Example:
+        >>> from histoscope.integrations.transformers import HistoscopeCallback
+        >>> trainer = Trainer(model, args, train_dataset=data,  # doctest: +SKIP
+        ...                   callbacks=[HistoscopeCallback(log="all", filter="classifier")])
+    """
+
+    def __init__(
+        self,
+        run: Run | None = None,
+        *,
+        project: str = "transformers",
+        log: str = "gradients",
+        every: int | None = None,
+        filter: Filter = None,
+        bins: int = 64,
+        activations: bool = False,
+    ) -> None:
+        self.run = run
+        self.project = project
+        self.options: dict[str, Any] = {
+            "log": log,
+            "filter": filter,
+            "bins": bins,
+            "activations": activations,
+        }
+        self.every = every
+        self._watch: Watch | None = None
+        self._owns_run = False
+
+    def on_train_begin(
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        model: torch.nn.Module | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not state.is_world_process_zero or model is None or self._watch is not None:
+            return
+        if self.run is None:
+            dir = os.path.join(args.output_dir, "histoscope-logs")
+            self.run, self._owns_run = init(self.project, dir=dir), True
+        every = self.every if self.every is not None else _logging_steps(args)
+        self._watch = Watch(
+            self.run,
+            model,
+            every=every,
+            step=lambda: state.global_step + 1,
+            all_ranks=True,  # is_world_process_zero decided already
+            backward_hooks=False,
+            **self.options,
+        )
+
+    def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._watch is not None and self._watch.due():
+            self._watch.capture()
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+    ) -> None:
+        if self._watch is None or self.run is None or not logs:
+            return
+        numbers_only = {
+            key: float(value)
+            for key, value in logs.items()
+            if isinstance(value, numbers.Real) and not isinstance(value, bool)
+        }
+        if numbers_only:
+            self.run.log(numbers_only, step=state.global_step)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._watch is None:
+            return
+        self._watch.remove()
+        self._watch = None
+        if self._owns_run and self.run is not None:
+            self.run.finish()
+
+
+def _logging_steps(args: Any) -> int:
+    """``args.logging_steps`` as a number of steps; a fraction of the run (< 1) counts as 1."""
+    steps = getattr(args, "logging_steps", 1)
+    return int(steps) if steps >= 1 else 1

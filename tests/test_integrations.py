@@ -1,0 +1,195 @@
+"""The trainer integrations: tiny models built here, trained for a few steps on the CPU."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import lightning.pytorch as pl
+import numpy as np
+import pytest
+import torch
+import transformers
+from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+
+import histoscope as hs
+from histoscope.integrations.lightning import HistoscopeCallback as LightningCallback
+from histoscope.integrations.transformers import HistoscopeCallback as TransformersCallback
+
+
+def read(run_dir: Path) -> dict[str, hs.HistogramSeries]:
+    loaded = hs.load_histograms(run_dir.parent, runs=[run_dir.name])
+    return {tag: loaded[tag][run_dir.name] for tag in loaded}
+
+
+class TinyModule(pl.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2)
+        )
+        self.gradients_seen: dict[int, torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self(x), y)
+
+    def on_before_optimizer_step(self, optimizer) -> None:
+        self.gradients_seen[self.trainer.global_step] = self.net[2].weight.grad.clone()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.5)
+
+
+def data(n: int = 64) -> torch.utils.data.DataLoader:
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(n, 6, generator=generator)
+    y = (x[:, 0] > 0).long()
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+
+
+def trainer(tmp_path: Path, callback, **kwargs) -> pl.Trainer:
+    return pl.Trainer(
+        accelerator="cpu",
+        max_steps=6,
+        log_every_n_steps=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        callbacks=[callback],
+        **kwargs,
+    )
+
+
+@pytest.fixture(autouse=True)
+def quiet_trainers():
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    transformers.logging.set_verbosity_error()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module="lightning")
+        yield
+
+
+def test_lightning_logs_at_the_global_step(tmp_path: Path) -> None:
+    module = TinyModule()
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        trainer(tmp_path, LightningCallback(run, log="all", activations=True)).fit(module, data())
+    series = read(run.dir)
+    names = ["net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"]
+    expected = {f"{kind}/{n}" for kind in ("gradients", "parameters") for n in names}
+    expected |= {"activations/net.0", "activations/net.1", "activations/net.2"}
+    assert set(series) == expected
+    for tag in expected:
+        assert series[tag].steps.tolist() == [0, 2, 4], tag
+    logged = series["gradients/net.2.weight"]
+    for i, step in enumerate([0, 2, 4]):
+        gradient = hs.Histogram(module.gradients_seen[step], bins=64)
+        np.testing.assert_array_equal(logged.buckets[i][:, 2], gradient.counts)
+        np.testing.assert_array_equal(logged.buckets[i][:, 0], gradient.edges[:-1])
+
+
+def test_lightning_with_gradient_accumulation_and_its_own_run(tmp_path: Path) -> None:
+    module = TinyModule()
+    callback = LightningCallback(project="tiny", every=1, filter=r"\.2\.")
+    trainer(tmp_path, callback, accumulate_grad_batches=2).fit(module, data())
+    assert callback.run is not None and callback.run.backlog.unwritten == 0
+    run_dir = callback.run.dir
+    assert run_dir.parent == tmp_path / "histoscope-logs" / "tiny"
+    series = read(run_dir)
+    assert set(series) == {"gradients/net.2.weight", "gradients/net.2.bias"}
+    # Six optimizer steps of two batches each, logged once per optimizer step.
+    assert series["gradients/net.2.weight"].steps.tolist() == [0, 1, 2, 3, 4, 5]
+    np.testing.assert_array_equal(
+        series["gradients/net.2.weight"].buckets[3][:, 2],
+        hs.Histogram(module.gradients_seen[3], bins=64).counts,
+    )
+    with pytest.raises(RuntimeError, match="is finished"):
+        callback.run.log({"loss": 1.0})
+
+
+def tiny_bert() -> BertForSequenceClassification:
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
+    return BertForSequenceClassification(config)
+
+
+class Tokens(torch.utils.data.Dataset):
+    def __len__(self) -> int:
+        return 32
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        generator = torch.Generator().manual_seed(i)
+        ids = torch.randint(1, 40, (10,), generator=generator)
+        return {"input_ids": ids, "labels": torch.tensor(int(ids[0] > 20))}
+
+
+def training_args(tmp_path: Path, **kwargs) -> TrainingArguments:
+    return TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=4,
+        logging_steps=2,
+        per_device_train_batch_size=4,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        **kwargs,
+    )
+
+
+def test_transformers_trainer_logs_gradients_and_losses_at_the_same_steps(tmp_path: Path) -> None:
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        callback = TransformersCallback(run, log="all", filter="classifier")
+        Trainer(
+            tiny_bert(), training_args(tmp_path), train_dataset=Tokens(), callbacks=[callback]
+        ).train()
+    series = read(run.dir)
+    expected = {
+        f"{kind}/classifier.{p}" for kind in ("gradients", "parameters") for p in ("weight", "bias")
+    }
+    assert set(series) == expected
+    for tag in expected:
+        assert series[tag].steps.tolist() == [2, 4]
+    losses = _scalar_steps(run, "loss")
+    assert losses == [2, 4]
+
+
+def test_transformers_every_step_with_its_own_run(tmp_path: Path) -> None:
+    callback = TransformersCallback(every=1, filter=r"attention\.self\.query\.weight")
+    Trainer(
+        tiny_bert(),
+        training_args(tmp_path, gradient_accumulation_steps=2),
+        train_dataset=Tokens(),
+        callbacks=[callback],
+    ).train()
+    assert callback.run is not None
+    assert callback.run.dir.parent == tmp_path / "out" / "histoscope-logs" / "transformers"
+    tag = "gradients/bert.encoder.layer.0.attention.self.query.weight"
+    assert read(callback.run.dir)[tag].steps.tolist() == [1, 2, 3, 4]
+
+
+def _scalar_steps(run: hs.Run, tag: str) -> list[int]:
+    from tensorboard.backend.event_processing import event_file_loader
+
+    steps = []
+    for event in event_file_loader.EventFileLoader(str(run.path)).Load():
+        for value in event.summary.value:
+            if value.tag == tag:
+                steps.append(event.step)
+    return steps
