@@ -152,7 +152,7 @@ def _add_report(commands: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """Trains a small model, logs its histograms, saves their charts and maybe serves them."""
+    """Trains a small model, logs its histograms, writes their report and maybe serves them."""
     from .demo import run_demo
 
     logdir = run_demo(args.out, steps=args.steps)
@@ -164,10 +164,10 @@ def _demo(args: argparse.Namespace) -> int:
 def _add_demo(commands: argparse._SubParsersAction) -> None:
     demo = commands.add_parser(
         "demo",
-        help="train a small NumPy model, log its histograms and save their accessible charts",
-        description="Trains a two-layer network on synthetic data in pure NumPy, logs its "
-        "weights, gradients and activations with add_histogram, reads them back and saves "
-        "one accessible chart page per histogram.",
+        help="train a small network, log its histograms and write the offline report",
+        description="Trains a three-layer perceptron on synthetic data at two learning rates "
+        "(PyTorch with run.watch when installed, else NumPy), logs its parameters, gradients "
+        "and activations, and writes one offline HTML report of them.",
     )
     demo.add_argument(
         "--out", default="histoscope-demo", help="the folder to write (default histoscope-demo)"
