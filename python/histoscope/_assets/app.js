@@ -603,7 +603,13 @@ export function start(source) {
       if (card.stale || showChanged || state.step !== before || runsOfCard.some((run) => changed.includes(run))) work.push(load(card));
     }
     await Promise.all(work);
-    if (changed.length || showChanged || first) await Promise.all([loadOverview(showChanged), loadFindings()]);
+    // Findings wait for the second answer: diagnosing reads the whole log directory, and
+    // the first cards should not queue behind it.
+    if (changed.length || showChanged || first) await loadOverview(showChanged);
+    if (!first && (changed.length || showChanged || !state.findingsAsked)) {
+      state.findingsAsked = true;
+      await loadFindings();
+    }
     if (!runs.length) placeCards();
     describeStatus();
     document.body.dataset.step = String(state.step);
