@@ -638,3 +638,49 @@ def test_axe_finds_no_violations_on_a_thousand_keys(big_page: Page) -> None:
     big_page.locator("article.card svg.panel").first.wait_for()
     results = Axe().run(big_page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_findings_are_listed_announced_once_and_marked_on_their_card(
+    browser: Browser, tmp_path: Path, screenshot
+) -> None:
+    with histoscope.init("p", run_name="r", dir=tmp_path) as run:
+        for step in range(10):
+            gradients = np.random.default_rng(step).normal(size=500)
+            if step >= 6:
+                gradients[:5] = np.nan  # a diverged run: the diagnosis says so from step 6
+            run.add_histogram("gradients/fc", gradients, step=step)
+            run.add_histogram("parameters/fc", np.linspace(-1, 1, 500) * (1 + step), step=step)
+    running = Server(tmp_path / "p")
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(running.url)
+        alerts = page.locator("#alerts li")
+        expect(alerts).to_have_count(1, timeout=20000)
+        expect(alerts).to_contain_text("error: gradients/fc: NaN or infinite values")
+        expect(page.locator("#alerts-live")).to_contain_text("1 new finding: gradients/fc: NaN")
+        page.evaluate(
+            """() => { window.__spoken = 0; new MutationObserver(() => window.__spoken++)
+              .observe(document.getElementById('alerts-live'), {childList: true}); }"""
+        )
+        polls = int(page.locator("body").get_attribute("data-polls"))
+        expect(page.locator("body")).to_have_attribute("data-polls", str(polls + 2), timeout=15000)
+        assert page.evaluate("window.__spoken") == 0  # announced once, not at every poll
+        marked = page.locator('article.card[data-tag="gradients/fc"]')
+        expect(marked).to_have_class(re.compile("has-findings"))
+        expect(marked.locator(".findings")).to_have_text("\u26a0 nonfinite in r")
+        healthy = page.locator('article.card[data-tag="parameters/fc"]')
+        expect(healthy.locator(".findings")).to_be_hidden()
+        border = marked.evaluate("e => getComputedStyle(e).borderTopStyle")
+        assert border == "double"  # a shape as well as a colour
+        grid = page.locator('.overview-grid[data-section="gradients"]')
+        grid.focus()
+        live = page.locator(".overview-block", has=grid).locator(".announcement")
+        expect(live).to_contain_text("finding: nonfinite (error)")
+        screenshot(page, "viewer_alerts", full_page=False)
+        alerts.locator("a").click()
+        expect(marked.locator(".chart")).to_be_focused()
+        expect(page.locator("body")).to_have_attribute("data-step", "6")
+        context.close()
+    finally:
+        running.stop()

@@ -165,7 +165,7 @@ export function makeOverview(app, container) {
       const block = document.createElement("div");
       block.className = "overview-block";
       const heading = document.createElement("h3");
-      heading.textContent = section.name + ": " + section.tags.length + " keys by " + answer.steps.length + " steps";
+      heading.textContent = section.name + ": " + section.tags.length + (section.tags.length === 1 ? " key" : " keys") + " by " + answer.steps.length + " steps";
       const values = section.tags.flatMap((tag) => answer.rows[tag] || []);
       const scale = levels(values);
       const node = document.createElement("div");
