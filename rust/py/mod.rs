@@ -14,8 +14,8 @@ use crate::report::FileReport;
 
 mod batch;
 mod binning;
-mod diagnose;
 mod binning_batch;
+mod diagnose;
 mod follow;
 mod layout;
 mod writer;
