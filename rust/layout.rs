@@ -1,9 +1,9 @@
 //! Card layout a run declares with `Run.define_metric`: the section and visibility of matching keys.
 //!
-//! A declaration is an `Event` (written by
-//! `event_writer::layout_event`) whose only summary value carries plugin
-//! `histoscope_layout` and a `LayoutProto` as its content, with no payload, so
-//! TensorBoard and other readers pass over it (docs/format.md).
+//! A declaration is an `Event` (written by `event_writer::layout_event`) whose
+//! only summary value carries plugin `histoscope_layout` and an encoded
+//! [`MetricLayout`] as its content, with no payload, so TensorBoard and other
+//! readers pass over it.
 
 use std::fs::File;
 use std::io::{self, BufReader};
