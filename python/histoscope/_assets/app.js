@@ -121,6 +121,10 @@ export function start(source) {
     card.body = body;
     card.chart = body.querySelector(".chart");
     card.chart.setAttribute("aria-label", card.tag + ": each shown run's histogram; arrow keys explore, H lists the keys");
+    const waiting = document.createElement("p");
+    waiting.className = "muted";
+    waiting.textContent = "Loading…";
+    card.chart.appendChild(waiting);
     card.live = body.querySelector(".announcement");
     card.speak = a11y.speaker(card.live);
     body.querySelector(".stats caption").textContent = "Statistics of " + card.tag + " at the chosen step";
@@ -267,7 +271,6 @@ export function start(source) {
     if (request !== card.request || !card.mounted) return;
     card.data = data;
     drawCard(card);
-    document.body.dataset.step = String(state.step);
   }
 
   // The percentiles over steps, asked for from the steps held on (see /api/series).
