@@ -21,13 +21,16 @@ it must not grow with the steps nobody looked at.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +132,53 @@ def measure_keys(logdir: Path, browser) -> dict[str, float]:
         "report": report.stat().st_size,
         "report_seconds": time.perf_counter() - began,
     }
+
+
+ALL_ELEMENTS = """() => { let count = 0;
+  const walk = (root) => { for (const e of root.querySelectorAll('*')) {
+    count += 1; if (e.shadowRoot) walk(e.shadowRoot); } };
+  walk(document); return count; }"""
+
+
+def measure_tensorboard(logdir: Path, browser) -> dict[str, float] | None:
+    """The competitor on the same log directory: TensorBoard's histograms dashboard, its
+    first histogram drawn (from the page's navigation start, once TensorBoard has read the
+    runs) and its page elements, shadow roots included. None where TensorBoard is missing."""
+    if shutil.which("tensorboard") is None:
+        return None
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        ["tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:  # TensorBoard reads in the background: wait until it lists both runs
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/runs") as answer:
+                    if len(json.load(answer)) >= 2:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("TensorBoard listed no runs")
+            time.sleep(0.5)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{port}/#histograms")
+        # the header's icons hold a few paths; one histogram card holds dozens (a ridge a step)
+        wait_until(page, "document.querySelectorAll('svg path').length >= 40")
+        first_card = page.evaluate("performance.now()") / 1000
+        page.wait_for_timeout(3000)
+        elements = page.evaluate(ALL_ELEMENTS)
+        context.close()
+        return {"first_card": first_card, "elements": elements}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def report_keys(result: dict[str, float]) -> bool:
@@ -296,15 +346,32 @@ def bench_keys(root: Path, browser=None) -> bool:
         write_keys(keys)
         print(f"wrote {keys}: {size_of(keys) / 1e6:,.0f} MB in {time.perf_counter() - began:.0f} s")
     if browser is not None:
-        return report_keys(measure_keys(keys / "keys", browser))
+        return compare_keys(keys / "keys", browser)
     with sync_playwright() as playwright:
         own = playwright.chromium.launch(
             executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True
         )
         try:
-            return report_keys(measure_keys(keys / "keys", own))
+            return compare_keys(keys / "keys", own)
         finally:
             own.close()
+
+
+def compare_keys(logdir: Path, browser) -> bool:
+    ours = measure_keys(logdir, browser)
+    ok = report_keys(ours)
+    theirs = measure_tensorboard(logdir, browser)
+    if theirs is None:
+        print("TensorBoard: not installed, no comparison")
+        return ok
+    first_ratio = ours["first_card"] / theirs["first_card"]
+    print(
+        f"TensorBoard {version('tensorboard')} on the same directory: first histogram "
+        f"{theirs['first_card']:.2f} s after its runs were read, {theirs['elements']:,} page "
+        f"elements; histoscope/TensorBoard: first card x{first_ratio:.2f}, "
+        f"elements x{ours['elements'] / theirs['elements']:.2f}"
+    )
+    return ok
 
 
 if __name__ == "__main__":
