@@ -684,3 +684,14 @@ def test_findings_are_listed_announced_once_and_marked_on_their_card(
         context.close()
     finally:
         running.stop()
+
+
+def test_a_wildcard_address_allows_the_machines_own_names_and_loopback_only() -> None:
+    import socket
+
+    hosts = viewer.allowed_hosts("0.0.0.0")
+    assert {"localhost", "127.0.0.1", socket.gethostname()} <= set(hosts)
+    assert "*" not in hosts and "evil.example" not in hosts
+    assert viewer.allowed_hosts("192.0.2.7") == sorted(
+        {"localhost", "127.0.0.1", "::1", "[::1]", "192.0.2.7"}
+    )

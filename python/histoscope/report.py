@@ -67,7 +67,13 @@ def write_report(
 def build_report(
     logdir: str | os.PathLike[str], *, max_steps: int = MAX_STEPS, bins: int = BINS
 ) -> str:
-    """The report of ``logdir`` as one HTML document."""
+    """The report of ``logdir`` as one HTML document.
+
+    Example:
+        >>> page = build_report("runs/", max_steps=21)  # doctest: +SKIP
+        >>> page.startswith("<!DOCTYPE html>")  # doctest: +SKIP
+        True
+    """
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 2:
         raise ValueError(f"max_steps must be a whole number of at least 2, got {max_steps!r}")
     if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= 512:
@@ -100,6 +106,11 @@ def bundle(names: list[str]) -> str:
     A module's ``import {a, b} from "./m.js"`` becomes a read of module ``m``'s
     exports, so the page needs no loader and works from ``file://``, where
     browsers refuse to import one file from another.
+
+    Example:
+        >>> script = bundle(["format.js"])
+        >>> script.startswith("const __format = (() => {"), "export function" in script
+        (True, False)
     """
     parts = []
     for name in names:

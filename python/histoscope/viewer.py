@@ -106,6 +106,11 @@ def allowed_hosts(host: str) -> list[str]:
     Loopback names always; the bound address itself; for a wildcard address
     (``0.0.0.0``, ``::``) the machine's own names and addresses, which is how
     other machines reach it.
+
+    Example:
+        >>> hosts = allowed_hosts("127.0.0.1")
+        >>> "localhost" in hosts, "127.0.0.1" in hosts, "evil.example" in hosts
+        (True, True, False)
     """
     names = {"localhost", "127.0.0.1", "::1", "[::1]", host, f"[{host}]" if ":" in host else host}
     if host in ("0.0.0.0", "::", ""):
