@@ -76,13 +76,12 @@ new PerformanceObserver((list) => {
 def write_keys(logdir: Path, keys: int = 1000, steps: int = 20) -> None:
     """Two runs of ``keys`` histograms (half ``params/``, half ``grads/``) at ``steps`` steps."""
     rng = np.random.default_rng(0)
-    base = rng.normal(size=256)
     for run_name, scale in [("baseline", 1.0), ("wide", 2.0)]:
         with histoscope.init("keys", run_name=run_name, dir=logdir) as run:
             for step in range(steps):
                 shrink = scale * (1 + step) / steps
                 for layer in range(keys // 2):
-                    values = base * shrink + layer / keys
+                    values = rng.normal(size=256) * shrink + layer / keys  # no two alike
                     run.add_histogram(f"params/layer{layer:03d}", values, step=step, bins=20)
                     run.add_histogram(f"grads/layer{layer:03d}", values * 1e-3, step=step, bins=20)
 

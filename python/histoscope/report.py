@@ -146,8 +146,7 @@ def _data(
             entries[run] = {
                 "steps": series.steps[kept[run]],
                 "counts": _compact(rows),
-                "stats": {name: series.stats[name][kept[run]] for name in _STATS},
-                "quantiles": _percentiles(edges, rows),
+                "stats": {name: _compact(series.stats[name][kept[run]]) for name in _STATS},
             }
             steps[run].update(int(s) for s in series.steps[kept[run]])
         cards[tag] = {"edges": edges, "runs": entries}
@@ -161,33 +160,20 @@ def _data(
     }
 
 
-def _compact(rows: np.ndarray) -> np.ndarray:
-    """Rebinned counts to four significant digits: what a reader can see or hear of them."""
-    out = np.zeros_like(rows)
-    nonzero = rows != 0
-    magnitude = np.floor(np.log10(np.abs(rows[nonzero])))
-    scale = 10.0 ** (3 - magnitude)
-    out[nonzero] = np.round(rows[nonzero] * scale) / scale
-    return out
-
-
-def _percentiles(edges: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """TensorBoard's nine distribution percentiles of each row of counts over ``edges``.
-
-    Interpolated linearly inside a bin, as TensorBoard's compressor does
-    between bucket edges.
+def _compact(values: np.ndarray) -> np.ndarray:
+    """Numbers to four significant digits, more than a reader can see or hear of them (the
+    page says three); NaN and infinities stay as they are.
 
     Example:
-        >>> _percentiles(np.array([0.0, 1.0, 2.0]), np.array([[1.0, 1.0]]))[0].tolist()
-        [0.0, 0.1336, 0.3174, 0.617, 1.0, 1.383, 1.6826, 1.8664, 2.0]
+        >>> _compact(np.array([123456.0, -0.0123456, 0.0, np.nan])).tolist()
+        [123500.0, -0.01235, 0.0, nan]
     """
-    points = np.array(_core.BASIS_POINTS) / 10_000
-    out = np.full((len(rows), len(points)), np.nan)
-    for i, row in enumerate(rows):
-        total = row.sum()
-        if total > 0:
-            cumulative = np.concatenate([[0.0], np.cumsum(row)]) / total
-            out[i] = np.interp(points, cumulative, edges)
+    values = np.asarray(values, dtype=np.float64)
+    out = values.copy()
+    finite = np.isfinite(values) & (values != 0)
+    magnitude = np.floor(np.log10(np.abs(values[finite])))
+    scale = 10.0 ** (3 - magnitude)
+    out[finite] = np.round(values[finite] * scale) / scale
     return out
 
 

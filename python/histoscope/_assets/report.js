@@ -15,6 +15,24 @@ function overviewValue(stat, stats, quantiles, i) {
   return pick("mean", quantiles[i][4]);
 }
 
+const POINTS = [0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000].map((bp) => bp / 10000);
+
+// TensorBoard's nine distribution percentiles of counts over equal bins, interpolated
+// linearly inside a bin as TensorBoard's compressor interpolates between bucket edges.
+function percentiles(edges, counts) {
+  const total = counts.reduce((sum, c) => sum + c, 0);
+  if (!(total > 0)) return POINTS.map(() => null);
+  const cumulative = [0];
+  for (const c of counts) cumulative.push(cumulative[cumulative.length - 1] + c / total);
+  return POINTS.map((p) => {
+    let i = 1;
+    while (i < cumulative.length - 1 && cumulative[i] < p) i += 1;
+    const below = cumulative[i - 1], above = cumulative[i];
+    const share = above > below ? (p - below) / (above - below) : 0;
+    return edges[i - 1] + Math.min(1, Math.max(0, share)) * (edges[i] - edges[i - 1]);
+  });
+}
+
 // maidr's thinning: the indices round-half-even(linspace(0, n - 1, most)), without repeats.
 function thin(n, most) {
   if (n <= most) return [...Array(n).keys()];
@@ -29,6 +47,11 @@ function thin(n, most) {
 }
 
 export function embeddedSource(data) {
+  // Percentiles are worked out from the counts when first asked for, to keep the file small.
+  const quantilesOf = (card, entry) => {
+    if (!entry.quantiles) entry.quantiles = entry.counts.map((c) => percentiles(card.edges, c));
+    return entry.quantiles;
+  };
   const stepsOf = (runs) => [...new Set(runs.flatMap((run) => data.steps[run] || []))].sort((a, b) => a - b);
   const at = (entry, i) => (i < 0 ? null : {
     step: entry.steps[i], counts: entry.counts[i],
@@ -46,7 +69,8 @@ export function embeddedSource(data) {
       tag,
       series: runs.filter((run) => data.cards[tag].runs[run]).map((run) => {
         const entry = data.cards[tag].runs[run];
-        return { run, generation: 0, from: 0, more: false, steps: entry.steps, quantiles: entry.quantiles };
+        return { run, generation: 0, from: 0, more: false, steps: entry.steps,
+          quantiles: quantilesOf(data.cards[tag], entry) };
       }),
     }),
     card: async (tag, runs, options) => {
@@ -75,7 +99,7 @@ export function embeddedSource(data) {
         if (!entry) continue;
         rows[t.tag] = kept.map((step) => {
           const i = positionAt(entry.steps, step);
-          return i < 0 ? null : overviewValue(stat, entry.stats, entry.quantiles, i);
+          return i < 0 ? null : overviewValue(stat, entry.stats, quantilesOf(data.cards[t.tag], entry), i);
         });
       }
       return { run, stat, steps: kept, rows };
