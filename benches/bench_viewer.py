@@ -1,5 +1,8 @@
-"""Benchmark for `histoscope view` (issue 5): time to the first page and the first card, and
-the server's memory, on a log directory of about 1 GB and on one of 1,000 runs.
+"""Benchmark for `histoscope view` (issues 5 and 13): time to the first page and the first
+card, and the server's memory, on a log directory of about 1 GB and on one of 1,000 runs;
+and on a real network's worth of keys (1,000 keys x 2 runs x 20 steps): the first card, the
+page's element count and its long tasks while scrolling through every card, and the size
+of `histoscope report` of it.
 
 Writes the log directories with histoscope's logger into a temporary folder (or
 --cache-dir), starts `histoscope view` in a subprocess for each, opens the page in
@@ -12,18 +15,22 @@ it must not grow with the steps nobody looked at.
 
     python benches/bench_viewer.py                 # both directories, about 1 GB written
     python benches/bench_viewer.py --scale 0.25    # a quarter of the size
+    python benches/bench_viewer.py --keys-only     # only the 1,000-key measurements
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +63,154 @@ def write_many(logdir: Path, runs: int = 1000, steps: int = 50, tags: int = 6) -
                     run.add_histogram(f"layer{tag}/weights", values + index / runs, step=step)
 
 
+KEYS_TARGETS = {"first_card": 1.5, "elements": 10_000, "long_task": 0.2, "report": 8e6}
+
+LONG_TASKS = """
+window.__longtasks = [];
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) window.__longtasks.push(entry.duration);
+}).observe({ type: "longtask", buffered: true });
+"""
+
+
+def write_keys(logdir: Path, keys: int = 1000, steps: int = 20) -> None:
+    """Two runs of ``keys`` histograms (half ``params/``, half ``grads/``) at ``steps`` steps."""
+    rng = np.random.default_rng(0)
+    for run_name, scale in [("baseline", 1.0), ("wide", 2.0)]:
+        with histoscope.init("keys", run_name=run_name, dir=logdir) as run:
+            for step in range(steps):
+                shrink = scale * (1 + step) / steps
+                for layer in range(keys // 2):
+                    values = rng.normal(size=256) * shrink + layer / keys  # no two alike
+                    run.add_histogram(f"params/layer{layer:03d}", values, step=step, bins=20)
+                    run.add_histogram(f"grads/layer{layer:03d}", values * 1e-3, step=step, bins=20)
+
+
+def measure_keys(logdir: Path, browser) -> dict[str, float]:
+    """First card, most page elements and longest task while scrolling every card, report size."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = re.search(r"http://\S+/", server.stdout.readline()).group(0)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(LONG_TASKS)
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_selector("svg.panel path.current", timeout=60000, state="attached")
+        first_card = page.evaluate("performance.now()") / 1000
+        wait_until(page, "!document.getElementById('status').textContent.includes('still')")
+        page.evaluate("window.__longtasks = []")
+        elements = [page.evaluate("document.getElementsByTagName('*').length")]
+        height = page.evaluate("document.body.scrollHeight")
+        for _ in range(int(height / 1500) + 1):
+            page.mouse.wheel(0, 1500)
+            page.wait_for_timeout(120)
+            elements.append(page.evaluate("document.getElementsByTagName('*').length"))
+        long_tasks = page.evaluate("window.__longtasks")
+        drawn = page.locator("article.card.mounted").count()
+        context.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    report = logdir.parent / "report.html"
+    began = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "histoscope.cli", "report", str(logdir), "-o", str(report)],
+        check=True,
+        capture_output=True,
+    )
+    return {
+        "first_card": first_card,
+        "elements": max(elements),
+        "long_task": max(long_tasks, default=0.0) / 1000,
+        "long_tasks": len(long_tasks),
+        "drawn_at_end": drawn,
+        "report": report.stat().st_size,
+        "report_seconds": time.perf_counter() - began,
+    }
+
+
+ALL_ELEMENTS = """() => { let count = 0;
+  const walk = (root) => { for (const e of root.querySelectorAll('*')) {
+    count += 1; if (e.shadowRoot) walk(e.shadowRoot); } };
+  walk(document); return count; }"""
+
+
+def measure_tensorboard(logdir: Path, browser) -> dict[str, float] | None:
+    """The competitor on the same log directory: TensorBoard's histograms dashboard, its
+    first histogram drawn (from the page's navigation start, once TensorBoard has read the
+    runs) and its page elements, shadow roots included. None where TensorBoard is missing."""
+    if shutil.which("tensorboard") is None:
+        return None
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        ["tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:  # TensorBoard reads in the background: wait until it lists both runs
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/runs") as answer:
+                    if len(json.load(answer)) >= 2:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("TensorBoard listed no runs")
+            time.sleep(0.5)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{port}/#histograms")
+        # the header's icons hold a few paths; one histogram card holds dozens (a ridge a step)
+        wait_until(page, "document.querySelectorAll('svg path').length >= 40")
+        first_card = page.evaluate("performance.now()") / 1000
+        page.wait_for_timeout(3000)
+        elements = page.evaluate(ALL_ELEMENTS)
+        context.close()
+        return {"first_card": first_card, "elements": elements}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def report_keys(result: dict[str, float]) -> bool:
+    checks = {
+        "first_card": result["first_card"] <= KEYS_TARGETS["first_card"],
+        "elements": result["elements"] <= KEYS_TARGETS["elements"],
+        "long_task": result["long_task"] <= KEYS_TARGETS["long_task"],
+        "report": result["report"] <= KEYS_TARGETS["report"],
+    }
+    verdict = {name: "PASS" if ok else "FAIL" for name, ok in checks.items()}
+    print(
+        f"1,000 keys x 2 runs x 20 steps: first card {result['first_card']:.2f} s "
+        f"({verdict['first_card']}: target <= 1.5 s); at most {result['elements']:,} page "
+        f"elements while scrolling every card ({verdict['elements']}: target <= 10,000; "
+        f"{result['drawn_at_end']} cards drawn at the end); longest task while scrolling "
+        f"{1000 * result['long_task']:.0f} ms of {result['long_tasks']} over 50 ms "
+        f"({verdict['long_task']}: target <= 200 ms); report "
+        f"{result['report'] / 1e6:.1f} MB in {result['report_seconds']:.1f} s "
+        f"({verdict['report']}: target <= 8 MB)"
+    )
+    return all(checks.values())
+
+
+def wait_until(page, expression: str, seconds: float = 300.0) -> None:
+    """Polls ``expression`` from here: the page's Content-Security-Policy forbids the string
+    evaluation Playwright's ``wait_for_function`` does inside the page."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still false after {seconds:.0f} s: {expression}")
+        time.sleep(0.1)
+
+
 def size_of(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
@@ -84,10 +239,10 @@ def measure(logdir: Path, browser) -> dict[str, float]:
         first_card = page.evaluate("performance.now()") / 1000
         from_start = time.perf_counter() - started
         card_memory = peak_rss(server.pid)
-        page.wait_for_function(  # a poll has answered, and nothing is left to read
+        wait_until(  # a poll has answered, and nothing is left to read
+            page,
             "document.body.dataset.polls"
             " && !document.getElementById('status').textContent.includes('still')",
-            timeout=300000,
         )
         caught_up = time.perf_counter() - started
         page.close()
@@ -121,10 +276,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the 1 GB to write")
     parser.add_argument("--cache-dir", type=Path, help="keep the log directories here")
+    parser.add_argument(
+        "--keys-only", action="store_true", help="only the 1,000-key viewer and report numbers"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
     root = args.cache_dir or Path(tempfile.mkdtemp(prefix="histoscope-bench-viewer-"))
+    if args.keys_only:
+        try:
+            return 0 if bench_keys(root) else 1
+        finally:
+            if args.cache_dir is None:
+                shutil.rmtree(root, ignore_errors=True)
     steps = max(4, int(12_000 * args.scale))
     big, quarter, many = root / "big", root / "quarter", root / "many"
     for folder, write in [
@@ -146,6 +310,7 @@ def main() -> int:
                 executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True
             )
             measure(many / "many", browser)  # warm the page cache and the imports
+            ok &= bench_keys(root, browser)
             results = {}
             for name, folder in [
                 ("1 GB, one run", big / "big"),
@@ -168,6 +333,44 @@ def main() -> int:
         if args.cache_dir is None:
             shutil.rmtree(root, ignore_errors=True)
     return 0 if ok else 1
+
+
+def bench_keys(root: Path, browser=None) -> bool:
+    """The 1,000-key measurements, in ``browser`` or a Chromium of their own."""
+    from playwright.sync_api import sync_playwright
+
+    keys = root / "keys"
+    if not keys.exists():
+        began = time.perf_counter()
+        write_keys(keys)
+        print(f"wrote {keys}: {size_of(keys) / 1e6:,.0f} MB in {time.perf_counter() - began:.0f} s")
+    if browser is not None:
+        return compare_keys(keys / "keys", browser)
+    with sync_playwright() as playwright:
+        own = playwright.chromium.launch(
+            executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True
+        )
+        try:
+            return compare_keys(keys / "keys", own)
+        finally:
+            own.close()
+
+
+def compare_keys(logdir: Path, browser) -> bool:
+    ours = measure_keys(logdir, browser)
+    ok = report_keys(ours)
+    theirs = measure_tensorboard(logdir, browser)
+    if theirs is None:
+        print("TensorBoard: not installed, no comparison")
+        return ok
+    first_ratio = ours["first_card"] / theirs["first_card"]
+    print(
+        f"TensorBoard {version('tensorboard')} on the same directory: first histogram "
+        f"{theirs['first_card']:.2f} s after its runs were read, {theirs['elements']:,} page "
+        f"elements; histoscope/TensorBoard: first card x{first_ratio:.2f}, "
+        f"elements x{ours['elements'] / theirs['elements']:.2f}"
+    )
+    return ok
 
 
 if __name__ == "__main__":

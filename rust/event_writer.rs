@@ -12,7 +12,8 @@ use prost::Message;
 use thiserror::Error;
 
 use crate::data_compat::Stats;
-use crate::proto::{Event, HistogramProto, Summary, SummaryValue};
+use crate::layout::{self, MetricLayout};
+use crate::proto::{Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue};
 use crate::tf_record::frame;
 
 /// Why a record could not be written.
@@ -91,6 +92,26 @@ pub fn scalar_event(tag: &str, step: i64, wall_time: f64, value: f32) -> Vec<u8>
         ..Default::default()
     };
     summary_event(step, wall_time, value)
+}
+
+/// The encoded `Event` declaring a layout (`Run.define_metric`); see [`crate::layout`].
+pub fn layout_event(declared: &MetricLayout, wall_time: f64) -> Vec<u8> {
+    let value = SummaryValue {
+        tag: layout::TAG.to_owned(),
+        metadata: Some(SummaryMetadata {
+            plugin_data: Some(PluginData {
+                plugin_name: layout::PLUGIN.to_owned(),
+                content: Bytes::from(declared.encode_to_vec()),
+            }),
+        }),
+        ..Default::default()
+    };
+    Event {
+        wall_time,
+        summary: Some(Summary { value: vec![value] }),
+        ..Default::default()
+    }
+    .encode_to_vec()
 }
 
 fn summary_event(step: i64, wall_time: f64, value: SummaryValue) -> Vec<u8> {

@@ -15,6 +15,7 @@ pub mod event_writer;
 pub mod float16;
 pub mod follow;
 pub mod huge_pages;
+pub mod layout;
 pub mod logdir;
 pub mod masked_crc;
 pub mod plan;

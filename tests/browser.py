@@ -92,10 +92,33 @@ def open_page(browser: Browser) -> Iterator[Callable[[Path], Page]]:
 def screenshot() -> Callable[[Page, str], Path]:
     """Saves a full-page screenshot under tests/output/ for a reviewer to look at."""
 
-    def take(page: Page, name: str) -> Path:
+    def take(page: Page, name: str, full_page: bool = True) -> Path:
         OUTPUT.mkdir(exist_ok=True)
         path = OUTPUT / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         return path
 
     return take
+
+
+def write_thousand_keys(logdir: Path, steps: int = 20) -> None:
+    """Two runs of 500 ``params/`` and 500 ``grads/`` keys at ``steps`` steps, and three
+    ``debug/`` keys that ``define_metric`` puts in a hidden "Debugging" section. Every
+    histogram has values of its own, so the report's compression meets real variety."""
+    import numpy as np
+
+    import histoscope
+
+    rng = np.random.default_rng(0)
+    for run_name, scale in [("baseline", 1.0), ("wide", 2.0)]:
+        with histoscope.init("big", run_name=run_name, dir=logdir) as run:
+            run.define_metric("debug/*", section="Debugging", hidden=True)
+            for step in range(steps):
+                shrink = scale * (1 + step) / steps
+                for layer in range(500):
+                    params = rng.normal(size=256) * shrink + layer / 500
+                    grads = rng.normal(size=256) * shrink * 1e-3 * (layer + 1)
+                    run.add_histogram(f"params/layer{layer:03d}", params, step=step, bins=20)
+                    run.add_histogram(f"grads/layer{layer:03d}", grads, step=step, bins=20)
+                for name in ("a", "b", "c"):
+                    run.add_histogram(f"debug/{name}", rng.normal(size=256), step=step, bins=10)

@@ -14,14 +14,16 @@ import pytest
 
 import histoscope
 
-TAGS = [
-    "activations/hidden",
-    "activations/logits",
-    "gradients/hidden",
-    "gradients/output",
-    "weights/hidden",
-    "weights/output",
-]
+LAYERS = {"0": (2, 256), "2": (256, 256), "4": (256, 3)}
+TAGS = sorted(
+    [f"activations/{i}" for i in range(5)]
+    + [
+        f"{kind}/{layer}.{part}"
+        for kind in ("gradients", "parameters")
+        for layer in LAYERS
+        for part in ("bias", "weight")
+    ]
+)
 RUNS = ["lr-0.03", "lr-0.3"]
 
 
@@ -43,38 +45,37 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out, stdout
 
 
-def test_the_logged_histograms_read_back_with_their_statistics(demo: tuple[Path, str]) -> None:
+def test_run_watch_logged_every_layer_with_hundreds_of_values(demo: tuple[Path, str]) -> None:
     out, printed = demo
     logdir = out / "logs" / "demo"
     assert f"logged histograms under {logdir}" in printed
     data = histoscope.load_histograms(logdir)
     assert list(data) == TAGS
-    steps = [*range(0, 60, 5), 59]
     for tag in TAGS:
         assert list(data[tag]) == RUNS
         for series in data[tag].values():
-            assert series.steps.tolist() == steps
+            assert series.steps.tolist() == list(range(0, 60, 5))
             counts = np.array([b[:, 2].sum() for b in series.buckets])
             np.testing.assert_array_equal(series.stats["count"], counts)
             assert np.all(series.stats["nonfinite"] == 0)
-    assert np.all(data["weights/hidden"]["lr-0.3"].stats["count"] == 2 * 64)
-    assert np.all(data["activations/hidden"]["lr-0.3"].stats["count"] == 128 * 64)
-    assert np.all(data["gradients/output"]["lr-0.3"].stats["std"] > 0)
-    first, last = (data["weights/output"]["lr-0.3"].stats["std"][i] for i in (0, -1))
-    assert first != last, "training moved the weights"
+    for layer, (fan_in, fan_out) in LAYERS.items():
+        weights = data[f"parameters/{layer}.weight"]["lr-0.3"]
+        assert np.all(weights.stats["count"] == fan_in * fan_out)
+    assert np.all(data["activations/1"]["lr-0.3"].stats["count"] == 128 * 256)
+    assert np.all(data["activations/1"]["lr-0.3"].stats["min"] == 0)  # a ReLU
+    moved = {
+        run: abs(np.diff(data["parameters/4.weight"][run].stats["std"][[0, -1]]))[0] for run in RUNS
+    }
+    assert moved["lr-0.3"] > 3 * moved["lr-0.03"] > 0, moved  # ten times the rate moves more
 
 
-def test_the_chart_pages_are_saved_and_indexed(demo: tuple[Path, str]) -> None:
+def test_the_report_is_written_and_its_opening_is_printed(demo: tuple[Path, str]) -> None:
     out, printed = demo
-    charts = out / "charts"
-    index = charts / "index.html"
-    assert f"open {index}" in printed
-    links = re.findall(r'<a href="([^"]+)">([^<]+)</a>', index.read_text(encoding="utf-8"))
-    assert [title for _, title in links] == [f"{tag} ({run})" for tag in TAGS for run in RUNS]
-    for target, title in links:
-        page = (charts / target).read_text(encoding="utf-8")
-        assert f"<title>{title}</title>" in page
-        assert 'role="application"' in page
+    report = out / "report.html"
+    assert f"open it in a browser: {report.resolve().as_uri()}" in printed
+    assert f"histoscope view {out / 'logs' / 'demo'}" in printed
+    text = report.read_text(encoding="utf-8")
+    assert 'id="histoscope-data"' in text and "<title>histoscope report: demo</title>" in text
 
 
 def test_view_serves_the_demo_log_directory(tmp_path: Path) -> None:

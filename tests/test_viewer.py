@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from browser import AUDIO_PROBE, write_thousand_keys
 from playwright.sync_api import Browser, Page, expect
 
 import histoscope
@@ -110,6 +111,8 @@ def test_the_address_is_on_loopback_and_the_page_has_a_card_per_key(
     assert server.url.startswith("http://127.0.0.1:")
     tags = page.eval_on_selector_all("article.card", "els => els.map(e => e.dataset.tag)")
     assert tags == TAGS
+    headings = page.locator("details.section > summary h2").all_text_contents()
+    assert headings == ["activations (1)", "weights (2)"]
     for tag in TAGS:
         card = page.locator(f'article.card[data-tag="{tag}"]')
         runs = card.locator("svg.panel").evaluate_all("els => els.map(e => e.dataset.run)")
@@ -179,30 +182,50 @@ def test_over_steps_draws_the_median_and_three_bands_per_run(
 
 
 def test_the_overlay_shows_each_shown_run_and_follows_the_run_list(page: Page) -> None:
-    overlay = page.locator("#overlay path.overlay-run")
+    page.check('input[name="view"][value="overlay"]')
+    card = page.locator('article.card[data-tag="weights/dense"]')
+    overlay = card.locator("svg.panel path.overlay-run")
+    expect(overlay).to_have_count(2)
     assert overlay.evaluate_all("els => els.map(e => e.dataset.run)") == RUNS
+    expect(card.locator(".legend li")).to_have_text(["train, step 19", "validation, step 19"])
     page.uncheck('#runs input[data-run="validation"]')
     expect(overlay).to_have_count(1)
-    expect(page.locator('article.card[data-tag="weights/dense"] svg.panel')).to_have_count(1)
     page.check('#runs input[data-run="validation"]')
     expect(overlay).to_have_count(2)
-    page.select_option("#overlay-tag", "weights/dense_buckets8")
-    expect(page.locator("#overlay-legend li")).to_have_text(
-        ["train, step 19", "validation, step 19"]
-    )
 
 
-def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, logdir: Path) -> None:
+def _card_answer(server: Server, tag: str, step: int) -> dict:
+    query = f"api/card?tag={tag}&run=train&run=validation&step={step}"
+    with urllib.request.urlopen(server.url + query) as answer:
+        return json.load(answer)
+
+
+def test_cards_draw_every_run_on_the_same_equal_bins(server: Server, logdir: Path) -> None:
+    card = _card_answer(server, "weights/dense", 7)
+    edges = np.array(card["edges"])
+    widths = np.diff(edges)
+    np.testing.assert_allclose(widths, widths[0], rtol=1e-9)
     series = _series(logdir)["weights/dense"]
+    for entry in card["runs"]:
+        raw = series[entry["run"]].buckets[7]
+        assert entry["current"]["step"] == 7 and entry["previous"]["step"] == 6
+        # overlap-proportional rebinning keeps every count
+        assert sum(entry["current"]["counts"]) == pytest.approx(raw[:, 2].sum())
+        assert entry["steps"] == list(range(20))
+    assert edges[0] <= min(series[r].buckets[7][0, 0] for r in RUNS)
+
+
+def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, server: Server) -> None:
+    card = _card_answer(server, "weights/dense", 19)
+    counts = card["runs"][0]["current"]["counts"]
     chart = page.locator('article.card[data-tag="weights/dense"] .chart')
     chart.focus()
     page.keyboard.press("Home")
-    first = series["train"].buckets[-1][0]
-    count = int(first[2])
-    total = series["train"].buckets[-1][:, 2].sum()
-    share = f"{round(1000 * count / total) / 10:.1f}%"
+    share = f"{round(1000 * counts[0] / sum(counts)) / 10:.1f}%"
+    low, high = (f"{card['edges'][i]:.3g}" for i in (0, 1))
     text = _announcement(page, "weights/dense")
-    assert re.fullmatch(rf"train, step 19, \S+ to \S+, count {count}, {share} of the step", text)
+    assert text.startswith(f"train, step 19, {low} to ")
+    assert text.endswith(f", {share} of the step"), (text, share)
     assert chart.locator("circle.cursor").get_attribute("data-bin") == "0"
     page.keyboard.press("ArrowLeft")
     expect(page.locator('article.card[data-tag="weights/dense"] .announcement')).to_have_text(
@@ -220,8 +243,7 @@ def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, logd
     page.keyboard.press("b")
     braille = page.locator('article.card[data-tag="weights/dense"] .braille')
     expect(braille.locator("mark")).to_have_count(1)
-    cells = len(series["validation"].buckets[18])
-    assert len(braille.text_content()) == cells
+    assert len(braille.text_content()) == len(card["edges"]) - 1
     spoken = _announcement(page, "weights/dense")
     page.keyboard.press("r")
     review = page.locator('article.card[data-tag="weights/dense"] .review')
@@ -286,10 +308,66 @@ def test_paths_outside_the_data_are_refused(server: Server, path: str) -> None:
     assert server.get(path) == 404
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/buckets?tag=weights/dense&step=x&run=train",
+        "/api/buckets?tag=weights/dense&run=train",
+        "/api/series?run=train",
+        "/api/series?tag=weights/dense&run=train&since=eight",
+        "/api/card?run=train",
+        "/api/card?tag=weights/dense&run=train&from=5&to=1",
+        "/api/card?tag=weights/dense&run=train&bins=0",
+        "/api/card?tag=weights/dense&run=train&step=1.5",
+        "/api/overview?run=train&stat=median",
+        "/api/overview?stat=std",
+    ],
+)
+def test_malformed_parameters_are_a_bad_request(server: Server, path: str) -> None:
+    assert server.get(path) == 400
+
+
 def test_the_data_and_assets_are_served(server: Server) -> None:
-    for path in ["/", "/assets/viewer.js", "/assets/a11y.js", "/assets/viewer.css", "/api/runs"]:
+    assets = ["viewer.js", "a11y.js", "viewer.css", *viewer.MODULES, "api.js"]
+    for path in ["/", *(f"/assets/{name}" for name in assets), "/api/runs", "/api/findings"]:
         assert server.get(path) == 200, path
     assert server.get("/api/series?tag=weights/dense&run=train") == 200
+    assert server.get("/api/overview?run=train&stat=absmax") == 200
+
+
+def _answer(server: Server, path: str, host: str | None = None) -> http.client.HTTPResponse:
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    headers = {"Host": host} if host else {}
+    connection.request("GET", path, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return response
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:6006", "127.0.0.1.evil.example"])
+def test_a_foreign_host_header_is_refused(server: Server, host: str) -> None:
+    for path in ["/", "/api/runs", "/api/series?tag=weights/dense&run=train"]:
+        assert _answer(server, path, host).status == 400
+
+
+def test_every_answer_carries_the_security_headers(server: Server) -> None:
+    port = urlsplit(server.url).port
+    for path, host, status in [
+        ("/", f"localhost:{port}", 200),
+        ("/api/runs", f"127.0.0.1:{port}", 200),
+        ("/assets/app.js", None, 200),
+        ("/assets/nothing.js", None, 404),
+        ("/api/card?run=train", None, 400),
+        ("/", "evil.example", 400),
+    ]:
+        response = _answer(server, path, host)
+        assert response.status == status, path
+        assert response.getheader("x-content-type-options") == "nosniff"
+        policy = response.getheader("content-security-policy")
+        assert "default-src 'none'" in policy and "script-src 'self'" in policy
+        assert "connect-src 'self'" in policy
 
 
 def test_series_answers_are_strict_json_with_null_for_missing_statistics(server: Server) -> None:
@@ -338,7 +416,7 @@ def test_series_are_sent_from_the_steps_held_a_page_at_a_time(
     (_, other) = _series_answer(index, query + f"{generation + 1}:8")["series"]
     assert other["from"] == 0 and other["steps"] == steps[:8]  # another generation: from 0
     for wrong in ["eight", "0:-1", "1"]:
-        with pytest.raises(viewer._NotFound):
+        with pytest.raises(viewer._BadRequest):
             _series_answer(index, query + wrong)
 
 
@@ -365,12 +443,256 @@ def test_a_host_off_loopback_is_warned_about(logdir: Path) -> None:
         process.terminate()
         _, errors = process.communicate(timeout=10)
     assert "warning: serving on 0.0.0.0" in errors
+    assert "visible on the network" in errors
 
 
-@pytest.mark.parametrize("view", ["figures", "steps"])
+@pytest.mark.parametrize("view", ["ridgeline", "overlay", "heatmap", "steps"])
 def test_axe_finds_no_violations(page: Page, view: str) -> None:
     page.check(f'input[name="view"][value="{view}"]')
     page.locator("article.card .chart").first.focus()
     page.keyboard.press("b")
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+# ---- a real network's worth of keys: 500 params/, 500 grads/ and 3 hidden debug/ keys, 2 runs
+
+
+@pytest.fixture(scope="module")
+def thousand(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("thousand")
+    write_thousand_keys(root)
+    return root / "big"
+
+
+@pytest.fixture(scope="module")
+def big_server(thousand: Path) -> Iterator[Server]:
+    running = Server(thousand)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def big_page(browser: Browser, big_server: Server) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.route(
+        lambda url: not url.startswith(big_server.url), lambda route: route.abort()
+    )  # the page may ask its own server only
+    context.add_init_script(AUDIO_PROBE)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.goto(big_server.url)
+    expect(opened.locator("#status")).to_contain_text("1003 histogram keys", timeout=30000)
+    expect(opened.locator("#status")).not_to_contain_text("still reading", timeout=30000)
+    yield opened
+    context.close()
+    assert errors == [], f"the page reported errors: {errors}"
+
+
+def _headings(page: Page) -> list[str]:
+    return page.locator("details.section > summary h2").all_text_contents()
+
+
+def _element_count(page: Page) -> int:
+    return page.evaluate("document.getElementsByTagName('*').length")
+
+
+def test_keys_are_grouped_into_sections_and_declared_hidden_keys_are_collapsed(
+    big_page: Page, screenshot
+) -> None:
+    assert _headings(big_page) == ["Debugging (3)", "grads (500)", "params (500)"]
+    debugging = big_page.locator('details.section[data-section="Debugging"]')
+    hidden = debugging.locator("details.hidden-cards")
+    expect(hidden.locator(":scope > summary")).to_have_text("Hidden keys (3)")
+    expect(hidden.locator("article.card").first).to_be_hidden()
+    hidden.locator(":scope > summary").click()
+    expect(hidden.locator("article.card")).to_have_count(3)
+    hidden.locator("article.card").first.scroll_into_view_if_needed()
+    expect(hidden.locator('article.card[data-tag="debug/a"] svg.panel')).to_have_count(2)
+    grads = big_page.locator('details.section[data-section="grads"]')
+    grads.locator(":scope > summary").click()  # collapse: its cards leave the page's layout
+    expect(grads.locator("article.card").first).to_be_hidden()
+    screenshot(big_page, "viewer_sections", full_page=False)
+
+
+def test_the_filter_takes_a_regular_expression_or_a_substring_and_lives_in_the_url(
+    big_page: Page, big_server: Server, browser: Browser
+) -> None:
+    box = big_page.get_by_role("searchbox", name="Filter keys")
+    box.fill("layer01[0-2]$")
+    expect(big_page.locator("details.section:visible > summary h2")).to_have_text(
+        ["grads (3 of 500)", "params (3 of 500)"]
+    )
+    shown = big_page.locator("article.card:visible")
+    assert sorted(shown.evaluate_all("els => els.map(e => e.dataset.tag)")) == [
+        f"{kind}/layer01{i}" for kind in ("grads", "params") for i in range(3)
+    ]
+    box.fill("grads/layer499")  # a substring (and a regular expression matching itself)
+    expect(big_page.locator("article.card:visible")).to_have_count(1)
+    box.fill("grads/layer4[")  # not a regular expression: matched as text
+    expect(big_page.locator("#status")).to_contain_text("0 match the filter")
+    box.fill("params/layer00[0-1]$")
+    big_page.check('input[name="view"][value="heatmap"]')
+    big_page.uncheck('#runs input[data-run="wide"]')
+    expect(big_page.locator("article.card:visible svg.panel")).to_have_count(2)
+    url = big_page.url
+    assert "filter=params%2Flayer00%5B0-1%5D%24" in url and "view=heatmap" in url
+    assert "runs=baseline" in url
+    again = browser.new_page(viewport={"width": 1400, "height": 1000})
+    again.goto(url)
+    expect(again.locator("article.card:visible svg.panel.heatmap")).to_have_count(2, timeout=30000)
+    expect(again.get_by_role("searchbox", name="Filter keys")).to_have_value("params/layer00[0-1]$")
+    assert again.locator('input[name="view"][value="heatmap"]').is_checked()
+    assert not again.locator('#runs input[data-run="wide"]').is_checked()
+    again.close()
+
+
+def test_cards_are_drawn_near_the_viewport_only_and_the_page_stays_small(big_page: Page) -> None:
+    big_page.locator(
+        'details.section[data-section="grads"] article.card svg.panel'
+    ).first.wait_for()
+    counts = [_element_count(big_page)]
+    for _ in range(12):
+        big_page.mouse.wheel(0, 2500)
+        big_page.wait_for_timeout(150)
+        counts.append(_element_count(big_page))
+    drawn = big_page.locator("article.card.mounted").count()
+    assert max(counts) <= 10_000, counts
+    assert 0 < drawn < 60, drawn  # of 1,003 cards
+    assert big_page.locator("article.card").count() == 1003
+
+
+def test_the_heatmap_has_a_colour_scale_with_its_legend_and_the_log_axis_relabels_it(
+    big_page: Page, screenshot
+) -> None:
+    big_page.get_by_role("searchbox", name="Filter keys").fill("^grads/layer00[0-3]$")
+    big_page.check('input[name="view"][value="heatmap"]')
+    card = big_page.locator('article.card[data-tag="grads/layer000"]')
+    panels = card.locator("svg.panel.heatmap")
+    expect(panels).to_have_count(2)
+    assert panels.first.locator("image.cells").get_attribute("href").startswith("data:image/png")
+    legend = panels.first.locator(".legend-scale")
+    assert legend.locator("rect").count() == 10
+    expect(legend).to_contain_text("count per bin")
+    big_page.check("#log-axis")
+    expect(panels.first.locator(".legend-scale")).to_contain_text("count per bin (log scale)")
+    assert "log=1" in big_page.url
+    card.locator(".chart").focus()
+    big_page.keyboard.press("End")
+    expect(card.locator(".announcement")).to_contain_text("baseline, step 19, ")
+    screenshot(big_page, "viewer_heatmap", full_page=False)
+    big_page.check('input[name="view"][value="ridgeline"]')
+    expect(card.locator("path.ridge")).to_have_count(40)
+    ticks = card.locator("svg.panel").first.locator("text.tick").all_text_contents()
+    assert ticks and all(re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", t) for t in ticks), ticks
+    screenshot(big_page, "viewer_ridgeline", full_page=False)
+    big_page.fill("#range-from", "5")
+    big_page.press("#range-from", "Enter")
+    big_page.fill("#range-to", "9")
+    big_page.press("#range-to", "Enter")
+    expect(card.locator("svg.panel").first.locator("path.ridge")).to_have_count(5)
+    assert card.locator("path.ridge").evaluate_all("els => els.map(e => e.dataset.step)")[:5] == [
+        "5",
+        "6",
+        "7",
+        "8",
+        "9",
+    ]
+
+
+def test_the_overview_is_walked_by_keyboard_and_opens_a_card_at_a_step(
+    big_page: Page, screenshot
+) -> None:
+    grid = big_page.locator('.overview-grid[data-section="grads"]')
+    grid.focus()
+    live = big_page.locator(".overview-block", has=grid).locator(".announcement")
+    expect(live).to_contain_text("grads/layer000, step 19, standard deviation ")
+    big_page.keyboard.press("ArrowDown")
+    expect(live).to_contain_text("grads/layer001, step 19, standard deviation ")
+    big_page.keyboard.press("ArrowLeft")
+    expect(live).to_have_text(
+        re.compile(r"grads/layer001, step 18, standard deviation \S+; key 2 of 500")
+    )
+    big_page.keyboard.press("ArrowUp")
+    big_page.keyboard.press("ArrowUp")
+    expect(live).to_have_text("First key")
+    big_page.keyboard.press("s")  # the row as sound: one tone per step
+    expect(live).to_contain_text("Playing grads/layer000, 20 steps")
+    big_page.wait_for_timeout(2600)
+    expect(big_page.locator("body")).to_be_visible()
+    assert big_page.evaluate("window.__audio.oscillators.length") == 20
+    screenshot(big_page, "viewer_overview", full_page=False)
+    big_page.keyboard.press("Enter")
+    card = big_page.locator('article.card[data-tag="grads/layer000"]')
+    expect(card.locator(".chart")).to_be_focused()
+    # every drawn card follows the step; a debug build on a shared machine takes a while
+    expect(card.locator("svg.panel").first).to_have_attribute("data-step", "18", timeout=30000)
+    expect(big_page.locator("body")).to_have_attribute("data-step", "18", timeout=30000)
+
+
+def test_axe_finds_no_violations_on_a_thousand_keys(big_page: Page) -> None:
+    big_page.locator(
+        'details.section[data-section="Debugging"] details.hidden-cards summary'
+    ).click()
+    big_page.locator("article.card svg.panel").first.wait_for()
+    results = Axe().run(big_page)
+    assert results.violations_count == 0, results.generate_report()
+
+
+def test_findings_are_listed_announced_once_and_marked_on_their_card(
+    browser: Browser, tmp_path: Path, screenshot
+) -> None:
+    with histoscope.init("p", run_name="r", dir=tmp_path) as run:
+        for step in range(10):
+            gradients = np.random.default_rng(step).normal(size=500)
+            if step >= 6:
+                gradients[:5] = np.nan  # a diverged run: the diagnosis says so from step 6
+            run.add_histogram("gradients/fc", gradients, step=step)
+            run.add_histogram("parameters/fc", np.linspace(-1, 1, 500) * (1 + step), step=step)
+    running = Server(tmp_path / "p")
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(running.url)
+        alerts = page.locator("#alerts li")
+        expect(alerts).to_have_count(1, timeout=20000)
+        expect(alerts).to_contain_text("error: gradients/fc: NaN or infinite values")
+        expect(page.locator("#alerts-live")).to_contain_text("1 new finding: gradients/fc: NaN")
+        page.evaluate(
+            """() => { window.__spoken = 0; new MutationObserver(() => window.__spoken++)
+              .observe(document.getElementById('alerts-live'), {childList: true}); }"""
+        )
+        polls = int(page.locator("body").get_attribute("data-polls"))
+        expect(page.locator("body")).to_have_attribute("data-polls", str(polls + 2), timeout=15000)
+        assert page.evaluate("window.__spoken") == 0  # announced once, not at every poll
+        marked = page.locator('article.card[data-tag="gradients/fc"]')
+        expect(marked).to_have_class(re.compile("has-findings"))
+        expect(marked.locator(".findings")).to_have_text("\u26a0 nonfinite in r")
+        healthy = page.locator('article.card[data-tag="parameters/fc"]')
+        expect(healthy.locator(".findings")).to_be_hidden()
+        border = marked.evaluate("e => getComputedStyle(e).borderTopStyle")
+        assert border == "double"  # a shape as well as a colour
+        grid = page.locator('.overview-grid[data-section="gradients"]')
+        grid.focus()
+        live = page.locator(".overview-block", has=grid).locator(".announcement")
+        expect(live).to_contain_text("finding: nonfinite (error)")
+        screenshot(page, "viewer_alerts", full_page=False)
+        alerts.locator("a").click()
+        expect(marked.locator(".chart")).to_be_focused()
+        expect(page.locator("body")).to_have_attribute("data-step", "6")
+        context.close()
+    finally:
+        running.stop()
+
+
+def test_a_wildcard_address_allows_the_machines_own_names_and_loopback_only() -> None:
+    import socket
+
+    hosts = viewer.allowed_hosts("0.0.0.0")
+    assert {"localhost", "127.0.0.1", socket.gethostname()} <= set(hosts)
+    assert "*" not in hosts and "evil.example" not in hosts
+    assert viewer.allowed_hosts("192.0.2.7") == sorted(
+        {"localhost", "127.0.0.1", "::1", "[::1]", "192.0.2.7"}
+    )

@@ -131,8 +131,37 @@ def _add_view(commands: argparse._SubParsersAction) -> None:
     view.set_defaults(run=_view)
 
 
+def _report(args: argparse.Namespace) -> int:
+    """Writes the offline HTML report of a log directory."""
+    from .report import write_report
+
+    path = write_report(args.logdir, args.output, max_steps=args.max_steps)
+    size = path.stat().st_size
+    print(f"wrote {path} ({size / 1e6:.1f} MB); open it in a browser, no server needed")
+    return 0
+
+
+def _add_report(commands: argparse._SubParsersAction) -> None:
+    report = commands.add_parser(
+        "report",
+        help="write one self-contained offline HTML file of a whole log directory",
+        description="Writes the overview, the sections and every card of LOGDIR, with the "
+        "viewer's keys, speech, sound and braille, into one HTML file that opens from disk "
+        "and makes no network request.",
+    )
+    report.add_argument("logdir", help="a TensorBoard log directory")
+    report.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    report.add_argument(
+        "--max-steps",
+        type=int,
+        default=51,
+        help="the most steps kept per series, thinned evenly (default 51)",
+    )
+    report.set_defaults(run=_report)
+
+
 def _demo(args: argparse.Namespace) -> int:
-    """Trains a small model, logs its histograms, saves their charts and maybe serves them."""
+    """Trains a small model, logs its histograms, writes their report and maybe serves them."""
     from .demo import run_demo
 
     logdir = run_demo(args.out, steps=args.steps)
@@ -144,10 +173,10 @@ def _demo(args: argparse.Namespace) -> int:
 def _add_demo(commands: argparse._SubParsersAction) -> None:
     demo = commands.add_parser(
         "demo",
-        help="train a small NumPy model, log its histograms and save their accessible charts",
-        description="Trains a two-layer network on synthetic data in pure NumPy, logs its "
-        "weights, gradients and activations with add_histogram, reads them back and saves "
-        "one accessible chart page per histogram.",
+        help="train a small network, log its histograms and write the offline report",
+        description="Trains a three-layer perceptron on synthetic data at two learning rates "
+        "(PyTorch with run.watch when installed, else NumPy), logs its parameters, gradients "
+        "and activations, and writes one offline HTML report of them.",
     )
     demo.add_argument(
         "--out", default="histoscope-demo", help="the folder to write (default histoscope-demo)"
@@ -221,6 +250,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("logdir", help="a TensorBoard log directory")
     _add_export(commands)
     _add_view(commands)
+    _add_report(commands)
     _add_demo(commands)
     _add_check(commands)
     return parser

@@ -1,21 +1,21 @@
-"""``histoscope demo``: train a small network in pure NumPy, log its histograms, chart them.
+"""``histoscope demo``: train a real network, log its histograms, write the offline report.
 
-Two runs of a two-layer perceptron (ReLU hidden layer, softmax output) learn
-to tell the arms of a synthetic spiral apart, one with a learning rate ten
-times the other's. Every few steps each run logs its weights, its gradients
-and its hidden activations with `Run.add_histogram`; then the histograms are
-read back with `read_tensorboard_histograms` and saved as accessible chart
-pages, with an index page linking them.
+Two runs of a three-layer perceptron (256 ReLU units a layer) learn to tell
+the arms of a synthetic spiral apart, one with a learning rate ten times the
+other's, so their distributions visibly move apart. With PyTorch installed
+the model is a ``torch.nn.Sequential`` logged by ``run.watch`` (parameters,
+gradients and activations of every layer); without it, the same network is
+trained in NumPy and logged with ``run.add_histogram``. Then the whole log
+directory is written as one offline report, and the commands to open it and
+to start the viewer are printed.
 """
 
 from __future__ import annotations
 
-import html
-import re
 import shutil
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -23,34 +23,50 @@ __all__ = ["run_demo"]
 
 _PROJECT = "demo"
 _RUNS = {"lr-0.3": 0.3, "lr-0.03": 0.03}
-_CLASSES, _HIDDEN, _BATCH, _EVERY = 3, 64, 128, 5
+_CLASSES, _HIDDEN, _BATCH, _EVERY = 3, 256, 128, 5
 
 
 def run_demo(out: str | Path, *, steps: int = 300, stream: TextIO = sys.stdout) -> Path:
-    """Trains, logs and charts the demo under ``out``; returns the log directory.
+    """Trains and logs the demo under ``out``, writes its report; returns the log directory.
 
-    The log directory is ``out/logs/demo`` (replaced on each call), the chart
-    pages ``out/charts``.
+    The log directory is ``out/logs/demo`` (replaced on each call), the report
+    ``out/report.html``.
+
+    Example:
+        >>> from histoscope.demo import run_demo
+        >>> run_demo("histoscope-demo", steps=100)  # doctest: +SKIP
+        PosixPath('histoscope-demo/logs/demo')
     """
     import histoscope
+    from histoscope.report import write_report
 
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a whole number of at least 1, got {steps!r}")
     out = Path(out)
     logdir = out / "logs" / _PROJECT
     if logdir.exists():
         shutil.rmtree(logdir)
     inputs, labels = _spiral(np.random.default_rng(0))
+    train = _train_torch if _has_torch() else _train_numpy
     for name, learning_rate in _RUNS.items():
         with histoscope.init(_PROJECT, run_name=name, dir=out / "logs") as run:
-            loss = _train(run, inputs, labels, learning_rate, steps, np.random.default_rng(1))
+            loss = train(run, inputs, labels, learning_rate, steps)
         print(f"trained {name}: {steps} steps, final loss {loss:.3f}", file=stream)
-    charts = histoscope.read_tensorboard_histograms(logdir)
-    pages = _save_charts(charts, out / "charts")
     print(f"logged histograms under {logdir}", file=stream)
-    print(f"saved {len(pages) - 1} accessible chart pages; open {pages[0]}", file=stream)
-    print(f"watch them with: histoscope view {logdir}", file=stream)
+    report = write_report(logdir, out / "report.html")
+    print(
+        f"wrote the report {report}; open it in a browser: {report.resolve().as_uri()}", file=stream
+    )
+    print(f"or watch the log directory live with: histoscope view {logdir}", file=stream)
     return logdir
+
+
+def _has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _spiral(rng: np.random.Generator, per_class: int = 400) -> tuple[np.ndarray, np.ndarray]:
@@ -62,67 +78,71 @@ def _spiral(rng: np.random.Generator, per_class: int = 400) -> tuple[np.ndarray,
     return inputs, labels
 
 
-def _train(run, inputs, labels, learning_rate, steps, rng) -> float:
-    """Minibatch gradient descent on the cross-entropy; logs every `_EVERY` steps."""
-    w1 = rng.normal(0, 1.0, (2, _HIDDEN))
-    b1 = np.zeros(_HIDDEN)
-    w2 = rng.normal(0, 1.0 / np.sqrt(_HIDDEN), (_HIDDEN, _CLASSES))
-    b2 = np.zeros(_CLASSES)
+def _train_torch(
+    run: Any, inputs: np.ndarray, labels: np.ndarray, rate: float, steps: int
+) -> float:
+    """Minibatch SGD on the cross-entropy, every layer watched every `_EVERY` steps."""
+    import torch
+
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, _HIDDEN),
+        torch.nn.ReLU(),
+        torch.nn.Linear(_HIDDEN, _HIDDEN),
+        torch.nn.ReLU(),
+        torch.nn.Linear(_HIDDEN, _CLASSES),
+    )
+    run.watch(model, log="all", every=_EVERY, activations=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=rate)
+    x_all = torch.tensor(inputs, dtype=torch.float32)
+    y_all = torch.tensor(labels)
+    generator = torch.Generator().manual_seed(2)
+    loss = torch.tensor(float("nan"))
+    for step in range(steps):
+        batch = torch.randperm(len(x_all), generator=generator)[:_BATCH]
+        loss = torch.nn.functional.cross_entropy(model(x_all[batch]), y_all[batch])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % _EVERY == 0:
+            run.log({"loss": loss.item()}, step=step)
+    return loss.item()
+
+
+def _train_numpy(
+    run: Any, inputs: np.ndarray, labels: np.ndarray, rate: float, steps: int
+) -> float:
+    """The same network and loss in NumPy, logged with `add_histogram` every `_EVERY` steps."""
+    rng = np.random.default_rng(1)
+    sizes = [2, _HIDDEN, _HIDDEN, _CLASSES]
+    weights = [rng.normal(0, np.sqrt(2 / a), (a, b)) for a, b in zip(sizes, sizes[1:])]
+    biases = [np.zeros(b) for b in sizes[1:]]
     loss = float("nan")
     for step in range(steps):
         batch = rng.choice(len(inputs), _BATCH, replace=False)
-        x, y = inputs[batch], labels[batch]
-        hidden = np.maximum(x @ w1 + b1, 0.0)
-        logits = hidden @ w2 + b2
-        shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+        layers = [inputs[batch]]
+        for i, (w, b) in enumerate(zip(weights, biases)):
+            z = layers[-1] @ w + b
+            layers.append(np.maximum(z, 0.0) if i < len(weights) - 1 else z)
+        shifted = np.exp(layers[-1] - layers[-1].max(axis=1, keepdims=True))
         probabilities = shifted / shifted.sum(axis=1, keepdims=True)
+        y = labels[batch]
         loss = float(-np.log(probabilities[np.arange(_BATCH), y]).mean())
         delta = probabilities
         delta[np.arange(_BATCH), y] -= 1.0
         delta /= _BATCH
-        grad_w2, grad_b2 = hidden.T @ delta, delta.sum(axis=0)
-        back = (delta @ w2.T) * (hidden > 0)
-        grad_w1, grad_b1 = x.T @ back, back.sum(axis=0)
-        if step % _EVERY == 0 or step == steps - 1:
-            _log(run, step, loss, w1, w2, grad_w1, grad_w2, hidden, logits)
-        w1 -= learning_rate * grad_w1
-        b1 -= learning_rate * grad_b1
-        w2 -= learning_rate * grad_w2
-        b2 -= learning_rate * grad_b2
+        grads = []
+        for i in reversed(range(len(weights))):
+            grads.append((layers[i].T @ delta, delta.sum(axis=0)))
+            delta = (delta @ weights[i].T) * (layers[i] > 0)
+        grads.reverse()
+        if step % _EVERY == 0:
+            for i, (w, (gw, _)) in enumerate(zip(weights, grads)):
+                run.add_histogram(f"parameters/{2 * i}.weight", w, step=step)
+                run.add_histogram(f"gradients/{2 * i}.weight", gw, step=step)
+                run.add_histogram(f"activations/{2 * i}", layers[i + 1], step=step)
+            run.log({"loss": loss}, step=step)
+        for w, b, (gw, gb) in zip(weights, biases, grads):
+            w -= rate * gw
+            b -= rate * gb
     return loss
-
-
-def _log(run, step, loss, w1, w2, grad_w1, grad_w2, hidden, logits) -> None:
-    run.add_histogram("weights/hidden", w1, step=step)
-    run.add_histogram("weights/output", w2, step=step)
-    run.add_histogram("gradients/hidden", grad_w1, step=step)
-    run.add_histogram("gradients/output", grad_w2, step=step)
-    run.add_histogram("activations/hidden", hidden, step=step)
-    run.add_histogram("activations/logits", logits, step=step)
-    run.log({"loss": loss}, step=step)
-
-
-def _save_charts(charts, folder: Path) -> list[Path]:
-    """One page per chart and an index linking them (first in the list returned)."""
-    import histoscope
-
-    folder.mkdir(parents=True, exist_ok=True)
-    pages = []
-    for chart in charts:
-        name = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{chart.tag}__{chart.run}") + ".html"
-        pages.append(histoscope.save_html(chart, folder / name))
-    items = "\n".join(
-        f'<li><a href="{html.escape(page.name)}">{html.escape(c.tag)} ({html.escape(c.run)})</a>'
-        f"</li>"
-        for c, page in zip(charts, pages)
-    )
-    index = folder / "index.html"
-    index.write_text(
-        '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
-        "<title>histoscope demo</title></head>\n<body>\n<main>\n<h1>histoscope demo</h1>\n"
-        "<p>Histograms of a two-layer network learning a spiral, one page per histogram "
-        "and run. Each chart can be explored with the keyboard, by speech, sound and "
-        f"braille.</p>\n<ul>\n{items}\n</ul>\n</main>\n</body>\n</html>\n",
-        encoding="utf-8",
-    )
-    return [index, *pages]

@@ -16,11 +16,12 @@ import tempfile
 import webbrowser
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ._resources import asset_text
 
 if TYPE_CHECKING:
     from .chart import TensorBoardChart
@@ -188,12 +189,7 @@ def _in_kernel() -> bool:
 
 @lru_cache(maxsize=1)
 def _assets() -> tuple[str, str]:
-    folder = resources.files(__package__).joinpath("_assets")
-    return (
-        folder.joinpath("chart.css").read_text(encoding="utf-8"),
-        folder.joinpath("a11y.js").read_text(encoding="utf-8")
-        + folder.joinpath("chart.js").read_text(encoding="utf-8"),
-    )
+    return asset_text("chart.css"), asset_text("a11y.js") + asset_text("chart.js")
 
 
 def _decimal(value: float, decimals: int) -> str:

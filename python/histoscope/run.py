@@ -1,8 +1,9 @@
 """Logging runs: `init`, `Run.watch`, `Run.add_histogram`, `Run.log`, as TensorBoard events files.
 
 The caller's thread only checks arguments and takes a snapshot of the values;
-binning and writing happen on one background thread per run, in Rust with the
-GIL released, and records are flushed every few seconds and at the end.
+binning and writing happen on one background Python thread per run, which
+calls the Rust core; the core releases the GIL while it bins and writes.
+Records are flushed every few seconds and at the end.
 
 The snapshots waiting for that thread are bounded (``max_pending_bytes`` of
 `init`, 256 MiB by default): when they reach it, `Run.add_histogram` waits
@@ -283,6 +284,29 @@ class Run:
             this_step = self._next_step(key, step)
             kind = "ready" if isinstance(value, Histogram) else "scalar"
             self._submit((kind, key, this_step, wall_time, value))
+
+    def define_metric(
+        self, pattern: str, *, section: str | None = None, hidden: bool = False
+    ) -> None:
+        """Puts the keys matching the glob ``pattern`` (``*``, ``?``) in ``section``, or hides them.
+
+        Stored in the events file, so ``histoscope view`` and ``histoscope
+        report`` honour it: matching cards go under the ``section`` heading
+        instead of their key's prefix, and ``hidden`` cards are listed
+        collapsed, shown on demand. A later declaration wins over an earlier one.
+
+        Example:
+            >>> run.define_metric("grads/*", section="Gradients")  # doctest: +SKIP
+            >>> run.define_metric("debug/*", hidden=True)  # doctest: +SKIP
+        """
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError(f"pattern must be a non-empty glob string, got {pattern!r}")
+        if section is not None and (not isinstance(section, str) or not section.strip()):
+            raise ValueError(f"section must be a non-empty string or None, got {section!r}")
+        with self._lock:
+            if self._finished:
+                raise RuntimeError(f"run {self.project}/{self.name} is finished")
+            self._writer.write_layout(pattern, section, bool(hidden), _time.time())
 
     def flush(self) -> None:
         """Waits until everything logged so far is written and flushed to the operating system.

@@ -16,9 +16,10 @@ use records::{ChartsRecord, LogdirRecord, RebinRecord};
 
 mod batch;
 mod binning;
-mod diagnose;
 mod binning_batch;
+mod diagnose;
 mod follow;
+mod layout;
 mod records;
 mod writer;
 
@@ -129,6 +130,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binning::register(m)?;
     binning_batch::register(m)?;
     follow::register(m)?;
+    layout::register(m)?;
     diagnose::register(m)?;
     Ok(())
 }

@@ -9,8 +9,9 @@ use pyo3::prelude::*;
 
 use crate::data_compat::Stats;
 use crate::event_writer::{
-    histogram_event, scalar_event, EventWriter, HistogramRecord, WriteError,
+    histogram_event, layout_event, scalar_event, EventWriter, HistogramRecord, WriteError,
 };
+use crate::layout::MetricLayout;
 
 impl From<WriteError> for PyErr {
     fn from(e: WriteError) -> PyErr {
@@ -97,6 +98,23 @@ impl EventFileWriter {
         value: f32,
     ) -> PyResult<()> {
         py.detach(|| self.with(|w| w.write(&scalar_event(tag, step, wall_time, value))))
+    }
+
+    /// Declares the section and visibility of the keys matching `pattern` (`Run.define_metric`).
+    fn write_layout(
+        &self,
+        py: Python<'_>,
+        pattern: String,
+        section: Option<String>,
+        hidden: bool,
+        wall_time: f64,
+    ) -> PyResult<()> {
+        let declared = MetricLayout {
+            pattern,
+            section,
+            hidden,
+        };
+        py.detach(|| self.with(|w| w.write(&layout_event(&declared, wall_time))))
     }
 
     /// Pushes every record written so far to the operating system.

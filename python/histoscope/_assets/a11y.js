@@ -1,6 +1,6 @@
 // histoscope's accessibility pieces shared by the chart page and the viewer: speech through
 // an ARIA live region, tones (Web Audio, created only when sound is asked for), braille
-// cells, the keys both pages answer to, and number formats.
+// cells, the keys and the text/sound/braille switches both pages answer to, and number formats.
 window.histoscopeA11y = (function () {
   "use strict";
 
@@ -85,6 +85,29 @@ window.histoscopeA11y = (function () {
     return { t: "text", s: "sound", b: "braille", r: "review", h: "keys", "?": "keys" }[lower];
   }
 
+  // The text, sound and braille switches every page shares: flips `state[mode]`, says so
+  // through `speak`, and lets the page redraw its braille line or play the point under the
+  // cursor. Sound starts on the key press that asks for it, never before. True if handled.
+  function toggle(state, mode, speak, hooks) {
+    const on = (name) => name + (state[mode] ? " on" : " off");
+    if (mode === "text") {
+      state.text = !state.text;
+      speak(on("Text"));
+    } else if (mode === "sound") {
+      state.sound = !state.sound;
+      if (state.sound) startSound();
+      speak(on("Sound"));
+      if (hooks && hooks.sound) hooks.sound();
+    } else if (mode === "braille") {
+      state.braille = !state.braille;
+      if (hooks && hooks.braille) hooks.braille();
+      speak(on("Braille"));
+    } else {
+      return false;
+    }
+    return true;
+  }
+
   return { CELLS, numberFormat, speaker, startSound, tone, playLevel, playEdge, brailleCells,
-    drawBraille, percent, modeKey };
+    drawBraille, percent, modeKey, toggle };
 })();

@@ -118,25 +118,6 @@
     }
   }
 
-  function toggleText() {
-    state.text = !state.text;
-    speak(state.text ? "Text on" : "Text off");
-  }
-
-  function toggleSound() {
-    state.sound = !state.sound;
-    // Started on this key press, never before: no sound plays until it is asked for.
-    if (state.sound) a11y.startSound();
-    speak(state.sound ? "Sound on" : "Sound off");
-    playPoint();
-  }
-
-  function toggleBraille() {
-    state.braille = !state.braille;
-    drawBraille();
-    speak(state.braille ? "Braille on" : "Braille off");
-  }
-
   function openReview() {
     review.value = state.last || describePoint();
     reviewBox.hidden = false;
@@ -160,11 +141,9 @@
     else if (key === "End") moveTo(state.step, binCount - 1);
     else if (key === "PageUp") moveTo(stepCount - 1, state.bin);
     else if (key === "PageDown") moveTo(0, state.bin);
-    else if (key === "t" || key === "T") toggleText();
-    else if (key === "s" || key === "S") toggleSound();
-    else if (key === "b" || key === "B") toggleBraille();
-    else if (key === "r" || key === "R") openReview();
-    else if (key === "h" || key === "H" || key === "?") toggleKeys();
+    else if (a11y.toggle(state, a11y.modeKey(key), speak, { sound: playPoint, braille: drawBraille })) return true;
+    else if (a11y.modeKey(key) === "review") openReview();
+    else if (a11y.modeKey(key) === "keys") toggleKeys();
     else return false;
     return true;
   }

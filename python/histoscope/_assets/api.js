@@ -1,0 +1,33 @@
+// histoscope viewer: the data source that asks the local server. The report has another
+// source with the same methods, answering from the data embedded in the file.
+
+function query(params) {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === null || value === undefined) continue;
+    for (const item of [].concat(value)) search.append(key, String(item));
+  }
+  return search.toString();
+}
+
+async function getJSON(path, params) {
+  const response = await fetch(path + "?" + query(params || {}), { cache: "no-store" });
+  if (!response.ok) throw new Error(path + ": " + response.status);
+  return response.json();
+}
+
+export function serverSource() {
+  return {
+    live: true,       // runs and steps grow: poll
+    rawBuckets: true, // the exact buckets of a step can be asked for
+    runs: () => getJSON("/api/runs"),
+    tags: (runs) => getJSON("/api/tags", { run: runs }),
+    series: (tag, runs, since) => getJSON("/api/series", { tag, run: runs, since }),
+    card: (tag, runs, options) => getJSON("/api/card", {
+      tag, run: runs, step: options.step, from: options.from, to: options.to,
+    }),
+    buckets: (tag, step, runs) => getJSON("/api/buckets", { tag, step, run: runs }),
+    overview: (run, stat) => getJSON("/api/overview", { run, stat }),
+    findings: () => getJSON("/api/findings").catch(() => ({ findings: [] })),
+  };
+}

@@ -1,0 +1,273 @@
+// histoscope: drawing one card's panels (ridgeline, overlay of runs, heatmap, percentile
+// bands over steps) as SVG, with nice ticks that never clip and a linear or log count axis.
+
+import { formatValue, niceTicks, svgElement, runColour, runHue, viridis, rgb } from "./format.js";
+
+export const PANEL = { width: 400, left: 46, right: 14, top: 18, bottom: 24 };
+const PLOT_WIDTH = PANEL.width - PANEL.left - PANEL.right;
+export const BP_NAMES = ["minimum", "6.68th percentile", "15.87th percentile", "30.85th percentile",
+  "median", "69.15th percentile", "84.13th percentile", "93.32nd percentile", "maximum"];
+
+// Fraction (0 to 1) of the axis a count reaches; on a log axis counts below `floor` sit at 0.
+export function countLevel(count, top, log) {
+  if (!(top > 0) || !(count > 0)) return 0;
+  if (!log) return Math.min(1, count / top);
+  const floor = top >= 10 ? 1 : top / 1000;
+  if (count <= floor) return 0;
+  return Math.min(1, Math.log10(count / floor) / Math.log10(top / floor));
+}
+
+function panel(run, label, height, title) {
+  const svg = svgElement("svg", {
+    viewBox: "0 0 " + PANEL.width + " " + height, class: "panel", "data-run": run,
+    role: "img", "aria-label": label,
+  });
+  const text = svgElement("text", { x: PANEL.width - PANEL.right, y: 12, "text-anchor": "end", class: "panel-title" }, svg);
+  text.textContent = title === undefined ? run : title;
+  return svg;
+}
+
+// Tick labels near an end are anchored inward so none is clipped at the panel's edge.
+function anchorFor(x) {
+  if (x - PANEL.left < 24) return "start";
+  if (PANEL.width - PANEL.right - x < 24) return "end";
+  return "middle";
+}
+
+function valueAxis(svg, lo, hi, bottom, format) {
+  const group = svgElement("g", { class: "axis", "aria-hidden": "true" }, svg);
+  svgElement("line", { x1: PANEL.left, x2: PANEL.width - PANEL.right, y1: bottom, y2: bottom }, group);
+  const x = (v) => PANEL.left + ((v - lo) / (hi - lo || 1)) * PLOT_WIDTH;
+  for (const v of niceTicks(lo, hi, 4)) {
+    svgElement("line", { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4 }, group);
+    const label = svgElement("text", { x: x(v), y: bottom + 15, "text-anchor": anchorFor(x(v)), class: "tick" }, group);
+    label.textContent = (format || formatValue)(v);
+  }
+  return group;
+}
+
+function leftLabel(group, y, text) {
+  const label = svgElement("text", { x: PANEL.left - 5, y: y + 4, "text-anchor": "end" }, group);
+  label.textContent = text;
+}
+
+function binX(edges) {
+  const lo = edges[0], hi = edges[edges.length - 1];
+  return (v) => PANEL.left + ((v - lo) / (hi - lo || 1)) * PLOT_WIDTH;
+}
+
+// A closed outline of per-bin counts as steps over equal bins, standing on `base`.
+function outline(edges, counts, x, y, base) {
+  let d = "M" + x(edges[0]).toFixed(1) + "," + base.toFixed(1);
+  counts.forEach((c, i) => {
+    const top = y(c).toFixed(1);
+    d += "L" + x(edges[i]).toFixed(1) + "," + top + "L" + x(edges[i + 1]).toFixed(1) + "," + top;
+  });
+  return d + "L" + x(edges[edges.length - 1]).toFixed(1) + "," + base.toFixed(1) + "Z";
+}
+
+function topCount(rows) {
+  let top = 0;
+  for (const row of rows) for (const c of row) if (c > top) top = c;
+  return top;
+}
+
+// Ridgeline: one ridge per step, earliest at the back and darkest; the chosen step is
+// drawn over them in the accent colour and the step before it as a dashed outline.
+export function drawRidgeline(tag, edges, entry, view) {
+  const height = 160;
+  const bottom = height - PANEL.bottom;
+  const rows = entry.counts;
+  const current = entry.current, previous = entry.previous;
+  const top = topCount(rows.concat(current ? [current.counts] : [], previous ? [previous.counts] : []));
+  const plot = bottom - PANEL.top;
+  const ridge = rows.length > 1 ? plot * 0.45 : plot;
+  const gap = rows.length > 1 ? (plot - ridge) / (rows.length - 1) : 0;
+  const x = binX(edges);
+  const steps = entry.steps;
+  const label = tag + ", " + entry.run + ", ridgeline of " + steps.length + " steps" +
+    (current ? ", step " + current.step + " marked" : "");
+  const svg = panel(entry.run, label, height);
+  const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
+  const baseOf = (i) => PANEL.top + ridge + i * gap;
+  const hue = runHue(entry.run);
+  rows.forEach((counts, i) => {
+    const base = baseOf(i);
+    const y = (c) => base - countLevel(c, top, view.log) * ridge;
+    const lightness = rows.length > 1 ? 22 + (40 * i) / (rows.length - 1) : 40;
+    svgElement("path", { d: outline(edges, counts, x, y, base), class: "ridge",
+      fill: "hsl(" + hue + " 60% " + lightness.toFixed(0) + "%)", "data-step": String(steps[i]) }, svg);
+  });
+  if (steps.length) {
+    leftLabel(axis, baseOf(0), String(steps[0]));
+    if (steps.length > 1) leftLabel(axis, baseOf(steps.length - 1), String(steps[steps.length - 1]));
+    const title = svgElement("text", { x: 4, y: 12 }, axis);
+    title.textContent = view.log ? "step (log count)" : "step";
+  }
+  // The chosen step stands where its step falls between the drawn ridges.
+  let chosenBase = bottom;
+  if (current && steps.length > 1) {
+    const span = steps[steps.length - 1] - steps[0] || 1;
+    const at = Math.min(1, Math.max(0, (current.step - steps[0]) / span));
+    chosenBase = baseOf(at * (steps.length - 1));
+  }
+  const y = (c) => chosenBase - countLevel(c, top, view.log) * ridge;
+  if (previous) {
+    svgElement("path", { d: outline(edges, previous.counts, x, y, chosenBase), class: "previous",
+      "data-step": String(previous.step) }, svg);
+  }
+  if (current) {
+    svgElement("path", { d: outline(edges, current.counts, x, y, chosenBase), class: "current chosen",
+      "data-step": String(current.step) }, svg);
+  }
+  svg.dataset.step = current ? String(current.step) : "";
+  return { svg, x: (i) => (x(edges[i]) + x(edges[i + 1])) / 2, y };
+}
+
+// Every shown run's counts at the chosen step on the same bins, one outline per run.
+export function drawOverlay(tag, edges, entries, view) {
+  const height = 170;
+  const bottom = height - PANEL.bottom;
+  const plot = bottom - PANEL.top;
+  const top = topCount(entries.flatMap((e) => [e.current, e.previous].filter(Boolean).map((s) => s.counts)));
+  const x = binX(edges);
+  const y = (c) => bottom - countLevel(c, top, view.log) * plot;
+  const steps = entries.filter((e) => e.current).map((e) => e.run + " step " + e.current.step);
+  const svg = panel("", tag + ", every shown run at the chosen step: " + (steps.join(", ") || "no steps"), height, "");
+  svg.dataset.run = entries.map((e) => e.run).join(",");
+  const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
+  svgElement("line", { x1: PANEL.left, x2: PANEL.left, y1: PANEL.top, y2: bottom }, axis);
+  leftLabel(axis, bottom, "0");
+  leftLabel(axis, PANEL.top, formatValue(top));
+  const title = svgElement("text", { x: 4, y: 12 }, axis);
+  title.textContent = view.log ? "count (log)" : "count";
+  for (const entry of entries) {
+    if (entry.previous) {
+      svgElement("path", { d: outline(edges, entry.previous.counts, x, y, bottom), class: "previous",
+        stroke: runColour(entry.run), "data-step": String(entry.previous.step), "data-run": entry.run }, svg);
+    }
+    if (entry.current) {
+      svgElement("path", { d: outline(edges, entry.current.counts, x, y, bottom), class: "overlay-run current",
+        stroke: runColour(entry.run), fill: runColour(entry.run), "data-run": entry.run,
+        "data-step": String(entry.current.step) }, svg);
+    }
+  }
+  const current = entries.find((e) => e.current);
+  svg.dataset.step = current ? String(current.current.step) : "";
+  return { svg, x: (i) => (x(edges[i]) + x(edges[i + 1])) / 2, y };
+}
+
+// Steps down, value bins across, colour for the count (viridis, with its legend).
+export function drawHeatmap(tag, edges, entry, view) {
+  const rows = entry.counts;
+  const legendHeight = 30;
+  const height = 170 + legendHeight;
+  const bottom = height - PANEL.bottom - legendHeight;
+  const plot = bottom - PANEL.top;
+  const top = topCount(rows);
+  const steps = entry.steps;
+  const svg = panel(entry.run, tag + ", " + entry.run + ", heatmap of " + steps.length +
+    " steps by " + (edges.length - 1) + " value bins, colour for the count", height);
+  svg.classList.add("heatmap");
+  const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
+  const bins = edges.length - 1;
+  if (rows.length) {
+    const canvas = document.createElement("canvas");
+    canvas.width = bins;
+    canvas.height = rows.length;
+    const context = canvas.getContext("2d");
+    const image = context.createImageData(bins, rows.length);
+    rows.forEach((counts, r) => counts.forEach((c, b) => {
+      const [red, green, blue] = viridis(countLevel(c, top, view.log));
+      image.data.set([red, green, blue, 255], 4 * (r * bins + b));
+    }));
+    context.putImageData(image, 0, 0);
+    svgElement("image", { href: canvas.toDataURL(), x: PANEL.left, y: PANEL.top, width: PLOT_WIDTH,
+      height: plot, preserveAspectRatio: "none", class: "cells" }, svg);
+    leftLabel(axis, PANEL.top + plot / rows.length / 2, String(steps[0]));
+    if (rows.length > 1) leftLabel(axis, bottom - plot / rows.length / 2, String(steps[steps.length - 1]));
+    const title = svgElement("text", { x: 4, y: 12 }, axis);
+    title.textContent = "step";
+    const current = entry.current ? entry.current.step : null;
+    let row = -1;
+    steps.forEach((s, i) => { if (current !== null && s <= current) row = i; });
+    if (row >= 0) {
+      svgElement("rect", { x: PANEL.left, y: PANEL.top + (row * plot) / rows.length, width: PLOT_WIDTH,
+        height: plot / rows.length, class: "chosen-row", "data-step": String(steps[row]) }, svg);
+    }
+  }
+  legend(svg, top, view.log, height - legendHeight + 2);
+  svg.dataset.step = entry.current ? String(entry.current.step) : "";
+  const rowHeight = rows.length ? plot / rows.length : plot;
+  return {
+    svg, rows: steps,
+    x: (i) => PANEL.left + ((i + 0.5) / bins) * PLOT_WIDTH,
+    rowY: (r) => PANEL.top + (r + 0.5) * rowHeight,
+  };
+}
+
+// The colour scale's legend: ten swatches from no count to the most, labelled at both ends.
+function legend(svg, top, log, y) {
+  const group = svgElement("g", { class: "legend-scale", "aria-hidden": "true" }, svg);
+  const width = 160, left = PANEL.left;
+  for (let i = 0; i < 10; i++) {
+    svgElement("rect", { x: left + (i * width) / 10, y, width: width / 10 + 0.5, height: 9,
+      fill: rgb(viridis(i / 9)) }, group);
+  }
+  const low = svgElement("text", { x: left, y: y + 21, "text-anchor": "start" }, group);
+  low.textContent = "0";
+  const high = svgElement("text", { x: left + width, y: y + 21, "text-anchor": "end" }, group);
+  high.textContent = formatValue(top);
+  const name = svgElement("text", { x: left + width + 8, y: y + 9 }, group);
+  name.textContent = log ? "count per bin (log scale)" : "count per bin";
+}
+
+function band(quantiles, steps, low, high, x, y) {
+  let d = "";
+  steps.forEach((step, i) => { d += (i ? "L" : "M") + x(step).toFixed(1) + "," + y(quantiles[i][high]).toFixed(1); });
+  for (let i = steps.length - 1; i >= 0; i--) d += "L" + x(steps[i]).toFixed(1) + "," + y(quantiles[i][low]).toFixed(1);
+  return d + "Z";
+}
+
+// TensorBoard's distributions: the median and the bands holding all, 86% and 68% of the
+// values, over the steps of the chosen range.
+export function drawBands(tag, series, view) {
+  const height = 160;
+  const bottom = height - PANEL.bottom;
+  const keep = series.steps.map((s, i) => i).filter((i) =>
+    (view.from === null || series.steps[i] >= view.from) && (view.to === null || series.steps[i] <= view.to));
+  const steps = keep.map((i) => series.steps[i]);
+  const quantiles = keep.map((i) => series.quantiles[i]);
+  let lo = Infinity, hi = -Infinity;
+  for (const row of quantiles) {
+    if (row[0] !== null && row[0] < lo) lo = row[0];
+    if (row[8] !== null && row[8] > hi) hi = row[8];
+  }
+  if (!(lo <= hi)) { lo = 0; hi = 1; }
+  if (lo === hi) { lo -= 0.5; hi += 0.5; }
+  const ticks = niceTicks(lo, hi, 3);
+  const first = steps.length ? steps[0] : 0, last = steps.length ? steps[steps.length - 1] : 0;
+  const range = first === last ? [first - 0.5, last + 0.5] : [first, last];
+  const svg = panel(series.run, tag + ", " + series.run + ", distribution over steps " + first + " to " + last, height);
+  const plot = bottom - PANEL.top;
+  const x = (s) => PANEL.left + ((s - range[0]) / (range[1] - range[0])) * PLOT_WIDTH;
+  const y = (v) => bottom - (((v === null ? lo : v) - lo) / (hi - lo)) * plot;
+  const axis = valueAxis(svg, range[0], range[1], bottom, (v) => String(Math.round(v)));
+  for (const t of ticks) if (t >= lo && t <= hi) leftLabel(axis, y(t), formatValue(t));
+  const title = svgElement("text", { x: 4, y: 12 }, axis);
+  title.textContent = "value by step";
+  const fill = runColour(series.run);
+  [[0, 8, 0.18], [1, 7, 0.28], [2, 6, 0.4]].forEach(([low, high, opacity]) => {
+    svgElement("path", { d: band(quantiles, steps, low, high, x, y), class: "band", fill,
+      "fill-opacity": opacity, "data-bps": BP_NAMES[low] + " to " + BP_NAMES[high] }, svg);
+  });
+  let median = "";
+  steps.forEach((step, i) => { median += (i ? "L" : "M") + x(step).toFixed(1) + "," + y(quantiles[i][4]).toFixed(1); });
+  svgElement("path", { d: median, class: "median", stroke: fill }, svg);
+  if (view.step !== null) {
+    const at = x(Math.min(Math.max(view.step, range[0]), range[1]));
+    svgElement("line", { x1: at, x2: at, y1: PANEL.top, y2: bottom, class: "marker" }, svg);
+  }
+  svg.dataset.step = String(view.step);
+  return { svg, x, y };
+}
