@@ -17,8 +17,9 @@ use crate::data_compat::Stats;
 use crate::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
 use crate::logdir::Series;
 
-/// How many re-read segments are kept for the next look at a nearby step.
-const CACHED_SEGMENTS: usize = 32;
+/// How many re-read segments are kept, every tag of each: a page asks for many
+/// tags at the same steps, and each segment is decoded once for all of them.
+const CACHED_SEGMENTS: usize = 8;
 
 /// One tag's steps, in step order, with where each step's buckets are.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -100,7 +101,7 @@ pub struct RunLoader {
     tags: BTreeMap<String, TagIndex>,
     /// Counts up with every segment applied.
     version: u64,
-    cache: VecDeque<((usize, String), Option<Series>)>,
+    cache: VecDeque<(usize, BTreeMap<String, Series>)>,
 }
 
 /// Where a read left a run.
@@ -197,19 +198,18 @@ impl RunLoader {
     pub fn buckets(&mut self, tag: &str, step: i64) -> Option<Vec<f64>> {
         let index = self.tags.get(tag)?;
         let position = index.steps.binary_search(&step).ok()?;
-        let key = (index.segments[position], tag.to_owned());
-        let series = self.segment_series(key)?;
+        let series = self.segment(index.segments[position])?.get(tag)?;
         let found = series.steps.binary_search(&step).ok()?;
         Some(series.step_buckets(found).to_vec())
     }
 
-    fn segment_series(&mut self, key: (usize, String)) -> Option<&Series> {
-        if let Some(at) = self.cache.iter().position(|(k, _)| *k == key) {
+    /// Every tag's series in segment `number`, decoded again unless cached.
+    fn segment(&mut self, number: usize) -> Option<&BTreeMap<String, Series>> {
+        if let Some(at) = self.cache.iter().position(|(n, _)| *n == number) {
             let hit = self.cache.remove(at).expect("found above");
             self.cache.push_back(hit);
         } else {
-            let span = self.spans.get(key.0)?.clone();
-            let tags = Some(std::iter::once(key.1.clone()).collect());
+            let span = self.spans.get(number)?.clone();
             let mut plugins = self.plugins.clone();
             let read = read_segment(
                 &self.name,
@@ -217,15 +217,19 @@ impl RunLoader {
                 span.start,
                 span.end - span.start,
                 &mut plugins,
-                tags.as_ref(),
+                None,
             );
-            let series = read.series.into_iter().find(|s| s.tag == key.1);
-            self.cache.push_back((key, series));
+            let by_tag = read
+                .series
+                .into_iter()
+                .map(|s| (s.tag.clone(), s))
+                .collect();
+            self.cache.push_back((number, by_tag));
             if self.cache.len() > CACHED_SEGMENTS {
                 self.cache.pop_front();
             }
         }
-        self.cache.back().and_then(|(_, s)| s.as_ref())
+        self.cache.back().map(|(_, by_tag)| by_tag)
     }
 }
 

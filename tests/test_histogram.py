@@ -373,9 +373,11 @@ def test_core_rejects_what_the_python_layer_would() -> None:
 def test_core_reads_strided_arrays_in_their_logical_order() -> None:
     values = np.arange(12.0).reshape(3, 4)
     weights = np.asfortranarray(np.arange(12.0).reshape(3, 4))
-    edges, counts, _ = _core.histogram(values.T, bins=3, weights=weights.T)
+    binned = _core.histogram(values.T, bins=3, weights=weights.T)
+    edges, counts = binned.edges, binned.counts
     np.testing.assert_array_equal(counts, np.histogram(values, bins=edges, weights=values)[0])
-    edges, counts, _ = _core.histogram(values[:, ::2], bins=2)
+    binned = _core.histogram(values[:, ::2], bins=2)
+    edges, counts = binned.edges, binned.counts
     np.testing.assert_array_equal(counts, np.histogram(values[:, ::2], bins=2)[0])
 
 

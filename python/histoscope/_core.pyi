@@ -110,11 +110,7 @@ def histogram(
     weights: npt.NDArray[np.float64] | None = None,
     float16: bool = False,
     bfloat16: bool = False,
-) -> tuple[
-    npt.NDArray[np.float64],
-    npt.NDArray[np.float64],
-    tuple[float, float, float, float, float, float, float, float],
-]: ...
+) -> BinnedHistogram: ...
 
 @final
 class DecodedFile:

@@ -283,7 +283,7 @@ def bin_prepared(
         return _bin_with_torch(values, bins, range, weights)
     array, half = _numpy_of(values)
     numpy_weights = None if weights is None else _numpy_weights(weights)
-    edges, counts, stats = _core.histogram(
+    binned = _core.histogram(
         array,
         bins=bins if isinstance(bins, int) else None,
         edges=None if isinstance(bins, int) else bins.tolist(),
@@ -292,7 +292,7 @@ def bin_prepared(
         float16=half == "float16",
         bfloat16=half == "bfloat16",
     )
-    return Histogram._of(edges, counts, stats)
+    return Histogram._of(binned.edges, binned.counts, tuple(binned.stats))
 
 
 def _bin_with_torch(

@@ -1,15 +1,13 @@
 //! `histogram`: a NumPy array of any numeric or bool dtype to edges, counts and statistics;
 //! and the edge rules (`MAX_BINS`, the checks, the default range, equal edges) it follows.
 
-use std::borrow::Cow;
-
-use numpy::{
-    Element, IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods,
-};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::binning::{histogram as bin, BinningError, Bins, Histogram, Values};
+use super::arrays::{c_order, data, Array};
+use super::records::BinnedHistogram;
+use crate::binning::{histogram as bin, BinningError, Bins};
 use crate::edges::{self, EdgesError, MAX_BINS};
 
 impl From<BinningError> for PyErr {
@@ -24,57 +22,11 @@ impl From<EdgesError> for PyErr {
     }
 }
 
-/// The dtypes `histogram` reads in place; float16 and bfloat16 come as uint16 bits.
-#[derive(FromPyObject)]
-enum Array<'py> {
-    F64(PyReadonlyArrayDyn<'py, f64>),
-    F32(PyReadonlyArrayDyn<'py, f32>),
-    I8(PyReadonlyArrayDyn<'py, i8>),
-    I16(PyReadonlyArrayDyn<'py, i16>),
-    I32(PyReadonlyArrayDyn<'py, i32>),
-    I64(PyReadonlyArrayDyn<'py, i64>),
-    U8(PyReadonlyArrayDyn<'py, u8>),
-    U16(PyReadonlyArrayDyn<'py, u16>),
-    U32(PyReadonlyArrayDyn<'py, u32>),
-    U64(PyReadonlyArrayDyn<'py, u64>),
-    Bool(PyReadonlyArrayDyn<'py, bool>),
-}
-
-/// (count, min, max, mean, std, nonfinite, below, above)
-type StatsTuple = (f64, f64, f64, f64, f64, f64, f64, f64);
-
-/// (edges, counts, stats)
-type HistogramTuple<'py> = (
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    StatsTuple,
-);
-
-/// The array's elements in C order: borrowed when they lie that way, copied otherwise.
-fn c_order<'a, T: Element + Copy>(array: &'a PyReadonlyArrayDyn<'_, T>) -> Cow<'a, [T]> {
-    match array.as_slice() {
-        Ok(slice) if array.is_c_contiguous() => Cow::Borrowed(slice),
-        _ => Cow::Owned(array.as_array().iter().copied().collect()),
-    }
-}
-
-fn bin_array<T: Element + Copy + Sync>(
-    py: Python<'_>,
-    array: &PyReadonlyArrayDyn<'_, T>,
-    values: for<'a> fn(&'a [T]) -> Values<'a>,
-    weights: Option<&[f64]>,
-    bins: Bins<'_>,
-) -> Result<Histogram, BinningError> {
-    let data = c_order(array);
-    py.detach(|| bin(values(&data), weights, bins))
-}
-
 /// Bins `values` into `bins` equal bins (over `range`, default the finite
 /// minimum and maximum) or between `edges`, each value counting its weight.
 ///
 /// `float16=True` or `bfloat16=True` reads a uint16 array as the bits of
-/// those types. Returns (edges, counts, (count, min, max, mean, std,
-/// nonfinite, below, above)).
+/// those types.
 #[pyfunction]
 #[pyo3(signature = (values, bins=None, edges=None, range=None, weights=None, float16=false, bfloat16=false))]
 #[allow(clippy::too_many_arguments)]
@@ -87,7 +39,7 @@ fn histogram<'py>(
     weights: Option<PyReadonlyArrayDyn<'py, f64>>,
     float16: bool,
     bfloat16: bool,
-) -> PyResult<HistogramTuple<'py>> {
+) -> PyResult<BinnedHistogram> {
     let array: Array<'py> = values.extract().map_err(|_| {
         PyTypeError::new_err(
             "values must be a NumPy array of a numeric or bool dtype (float16 and bfloat16 \
@@ -103,62 +55,34 @@ fn histogram<'py>(
         _ => return Err(PyTypeError::new_err("give either bins or edges")),
     };
     let weights = match &weights {
-        Some(w) => {
-            let shape = shape(&array);
-            if w.shape() != shape {
-                return Err(PyValueError::new_err(format!(
-                    "weights must have the same shape as values, got {:?} and {:?}",
-                    w.shape(),
-                    shape
-                )));
-            }
-            Some(c_order(w))
+        Some(w) if w.shape() != array.shape() => {
+            return Err(PyValueError::new_err(format!(
+                "weights must have the same shape as values, got {:?} and {:?}",
+                w.shape(),
+                array.shape()
+            )))
         }
+        Some(w) => Some(c_order(w)),
         None => None,
     };
-    let w = weights.as_deref();
-    let h = match (&array, float16, bfloat16) {
-        (Array::U16(a), true, false) => bin_array(py, a, |s| Values::F16Bits(s), w, bins),
-        (Array::U16(a), false, true) => bin_array(py, a, |s| Values::Bf16Bits(s), w, bins),
-        (_, true, _) | (_, _, true) => {
+    let encoding = match (float16, bfloat16) {
+        (false, false) => "",
+        (true, false) => "float16",
+        (false, true) => "bfloat16",
+        (true, true) => {
             return Err(PyTypeError::new_err(
                 "float16=True or bfloat16=True (one of them) needs the bits as a uint16 array",
             ))
         }
-        (Array::F64(a), ..) => bin_array(py, a, |s| Values::F64(s), w, bins),
-        (Array::F32(a), ..) => bin_array(py, a, |s| Values::F32(s), w, bins),
-        (Array::I8(a), ..) => bin_array(py, a, |s| Values::I8(s), w, bins),
-        (Array::I16(a), ..) => bin_array(py, a, |s| Values::I16(s), w, bins),
-        (Array::I32(a), ..) => bin_array(py, a, |s| Values::I32(s), w, bins),
-        (Array::I64(a), ..) => bin_array(py, a, |s| Values::I64(s), w, bins),
-        (Array::U8(a), ..) => bin_array(py, a, |s| Values::U8(s), w, bins),
-        (Array::U16(a), ..) => bin_array(py, a, |s| Values::U16(s), w, bins),
-        (Array::U32(a), ..) => bin_array(py, a, |s| Values::U32(s), w, bins),
-        (Array::U64(a), ..) => bin_array(py, a, |s| Values::U64(s), w, bins),
-        (Array::Bool(a), ..) => bin_array(py, a, |s| Values::Bool(s), w, bins),
-    }?;
-    let [count, min, max, mean, std, nonfinite, below, above] = h.stats.to_array();
-    Ok((
-        h.edges.into_pyarray(py),
-        h.counts.into_pyarray(py),
-        (count, min, max, mean, std, nonfinite, below, above),
-    ))
-}
-
-fn shape(array: &Array<'_>) -> Vec<usize> {
-    match array {
-        Array::F64(a) => a.shape().to_vec(),
-        Array::F32(a) => a.shape().to_vec(),
-        Array::I8(a) => a.shape().to_vec(),
-        Array::I16(a) => a.shape().to_vec(),
-        Array::I32(a) => a.shape().to_vec(),
-        Array::I64(a) => a.shape().to_vec(),
-        Array::U8(a) => a.shape().to_vec(),
-        Array::U16(a) => a.shape().to_vec(),
-        Array::U32(a) => a.shape().to_vec(),
-        Array::U64(a) => a.shape().to_vec(),
-        Array::Bool(a) => a.shape().to_vec(),
-    }
+    };
+    let data = data(&array, encoding, 0).map_err(|_| {
+        PyTypeError::new_err(
+            "float16=True or bfloat16=True (one of them) needs the bits as a uint16 array",
+        )
+    })?;
+    let w = weights.as_deref();
+    let h = py.detach(|| bin(data.values(), w, bins))?;
+    Ok(BinnedHistogram::new(py, h))
 }
 
 /// Raises ValueError unless `count` equal bins are allowed (1 to `MAX_BINS`).

@@ -14,6 +14,7 @@ use crate::rebin::rebin;
 use crate::thin::thin_indices;
 use records::{ChartsRecord, LogdirRecord, RebinRecord};
 
+mod arrays;
 mod batch;
 mod binning;
 mod binning_batch;

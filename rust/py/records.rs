@@ -6,6 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMetho
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use crate::binning::Histogram;
 use crate::chart::Chart;
 use crate::data_compat::Stats;
 use crate::logdir::{check_series_layout, Logdir, MergedRun, RunFiles, Series};
@@ -159,6 +160,27 @@ impl RebinRecord {
     }
 }
 
+/// The edges, counts and statistics of one binned array.
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct BinnedHistogram {
+    /// `len(counts) + 1` increasing edges.
+    pub edges: Array1<f64>,
+    /// The number (or weight) of values in each bin.
+    pub counts: Array1<f64>,
+    /// (count, min, max, mean, std, nonfinite, below, above), as `STAT_NAMES`.
+    pub stats: Array1<f64>,
+}
+
+impl BinnedHistogram {
+    pub fn new(py: Python<'_>, h: Histogram) -> Self {
+        BinnedHistogram {
+            edges: h.edges.into_pyarray(py).unbind(),
+            counts: h.counts.into_pyarray(py).unbind(),
+            stats: h.stats.to_array().to_vec().into_pyarray(py).unbind(),
+        }
+    }
+}
+
 /// What reading one events file had to skip, and whether it ended mid-record.
 #[pyclass(frozen, get_all, name = "FileReport", module = "histoscope._core")]
 pub struct FileReportRecord {
@@ -294,6 +316,7 @@ fn py_list<T: pyo3::PyClass + Into<pyo3::PyClassInitializer<T>>>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SeriesRecord>()?;
+    m.add_class::<BinnedHistogram>()?;
     m.add_class::<ChartRecord>()?;
     m.add_class::<RebinRecord>()?;
     m.add_class::<FileReportRecord>()?;
