@@ -12,13 +12,15 @@ process, block after block, with the plain step timed again in each block:
 | SummaryWriter | every k steps, ``add_histogram`` of each parameter and gradient |
 
 Each contender's overhead is its mean step time over the plain step's in the
-same block, minus one; the median over the blocks is printed, for ``k = 1``
-(every step) and ``k = 10``. On a machine shared with other work, wall times
+same block, minus one (the contenders take turns going first, and the
+background work of wandb and SummaryWriter is let finish between blocks);
+the median over the blocks is printed, for ``k = 1`` (every step) and
+``k = 10``. On a machine shared with other work, wall times
 move by more than the few percent being measured, so the CPU time of this
 process (all its threads) is printed too; it leaves out what wandb's service
 process does, so it understates wandb's cost.
 
-    python benches/bench_watch.py [--blocks 3] [--steps 5] [--steps-every-10 20]
+    python benches/bench_watch.py [--blocks 4] [--steps 5] [--steps-every-10 20]
 
 Targets (issue 11): every step, at most 5 % overhead and at most a tenth of
 wandb.watch's; every 10 steps, under 3 %. Logs go to a temporary folder that
@@ -39,6 +41,7 @@ import torch
 import histoscope as hs
 
 CONTENDERS = ("plain", "histoscope", "wandb", "SummaryWriter")
+SETTLE_SECONDS = 2.0
 
 
 def cnn() -> torch.nn.Module:
@@ -133,7 +136,16 @@ class Bench:
             self.run.flush()
         elif contender == "wandb":
             self.wandb.unwatch(self.model)
+        self.settle(contender)
         return elapsed, cpu
+
+    def settle(self, contender: str) -> None:
+        """Lets a contender's background work end before the next block is timed:
+        SummaryWriter's writer thread, wandb's threads and service process."""
+        if contender == "SummaryWriter":
+            self.writer.flush()
+        if contender in ("SummaryWriter", "wandb"):
+            time.sleep(SETTLE_SECONDS)
 
     def loss_keeping_gradients(self) -> float:
         """The step, keeping each gradient as the SummaryWriter loop logs it after the step."""
@@ -174,7 +186,8 @@ def measure(bench: Bench, blocks: int, steps: int, every: int) -> dict[str, dict
         c: {"wall": [], "cpu": [], "overhead": [], "cpu_overhead": []} for c in CONTENDERS
     }
     for b in range(blocks):
-        order = CONTENDERS[b % 2 :] + CONTENDERS[: b % 2]  # vary who goes first
+        shift = b % len(CONTENDERS)  # each contender takes each place in turn
+        order = CONTENDERS[shift:] + CONTENDERS[:shift]
         block = {c: bench.time_block(c, steps, every) for c in order}
         plain_wall, plain_cpu = block["plain"]
         for c in CONTENDERS:
@@ -212,7 +225,7 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--blocks", type=int, default=3)
+    parser.add_argument("--blocks", type=int, default=4)
     parser.add_argument("--steps", type=int, default=5, help="steps per block, every step")
     parser.add_argument("--steps-every-10", type=int, default=20, help="steps per block, every 10")
     parser.add_argument("--batch", type=int, default=32)

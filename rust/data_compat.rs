@@ -104,7 +104,7 @@ pub fn tensor_buckets(t: &TensorView<'_>, out: &mut Vec<f64>) -> Result<(), Comp
     let format = Format::of(t.dtype)?;
     let start = out.len();
     if !t.content.is_empty() {
-        decode_content(t.content, format, n, out)?;
+        decode_content(t.content, t.dtype, format, n, out)?;
     } else {
         decode_vals(t, format, n, out)?;
     }
@@ -236,6 +236,7 @@ fn le<const N: usize>(b: [u8; 8]) -> [u8; N] {
 
 fn decode_content(
     bytes: &[u8],
+    dtype: i32,
     format: Format,
     n: usize,
     out: &mut Vec<f64>,
@@ -247,12 +248,23 @@ fn decode_content(
             want,
         });
     }
-    out.extend(bytes.chunks_exact(format.width).map(|c| {
-        let mut b = [0u8; 8];
-        b[..c.len()].copy_from_slice(c);
-        (format.widen)(b)
-    }));
+    let chunks = bytes.chunks_exact(format.width);
+    // The floats TensorFlow writes get loops the compiler can unroll.
+    match dtype {
+        dtype::DOUBLE => out.extend(chunks.map(|c| f64::from_le_bytes(le_bytes(c)))),
+        dtype::FLOAT => out.extend(chunks.map(|c| f64::from(f32::from_le_bytes(le_bytes(c))))),
+        _ => out.extend(chunks.map(|c| {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            (format.widen)(b)
+        })),
+    }
     Ok(())
+}
+
+/// A chunk of exactly `N` bytes as an array.
+fn le_bytes<const N: usize>(chunk: &[u8]) -> [u8; N] {
+    chunk.try_into().expect("chunks of the dtype's width")
 }
 
 fn decode_vals(

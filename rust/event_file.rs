@@ -212,12 +212,12 @@ pub fn decode_records<R: io::Read, S: Sink>(
                     .damaged
                     .push(Damage::bad_length(skipped.offset, skipped.length)),
                 Err(e) => {
-                    report.error = Some(e.to_string());
+                    report.error = Some(ReadEventError::from(e).to_string());
                     break;
                 }
             },
             Err(e @ ReadRecordError::Io { .. }) => {
-                report.error = Some(e.to_string());
+                report.error = Some(ReadEventError::from(e).to_string());
                 break;
             }
         }
