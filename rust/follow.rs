@@ -45,6 +45,43 @@ pub struct StepIndex {
     pub percentiles: Vec<Compressed>,
 }
 
+impl StepIndex {
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Keeps the first `keep` steps.
+    pub fn truncate(&mut self, keep: usize) {
+        self.steps.truncate(keep);
+        self.wall_times.truncate(keep);
+        self.stats.truncate(keep);
+        self.percentiles.truncate(keep);
+    }
+
+    /// Appends `other`'s steps after these.
+    pub fn append(&mut self, other: StepIndex) {
+        self.steps.extend(other.steps);
+        self.wall_times.extend(other.wall_times);
+        self.stats.extend(other.stats);
+        self.percentiles.extend(other.percentiles);
+    }
+
+    /// Steps `start..stop` as an index of their own.
+    pub fn slice(&self, start: usize, stop: usize) -> StepIndex {
+        StepIndex {
+            tag: self.tag.clone(),
+            steps: self.steps[start..stop].to_vec(),
+            wall_times: self.wall_times[start..stop].to_vec(),
+            stats: self.stats[start..stop].to_vec(),
+            percentiles: self.percentiles[start..stop].to_vec(),
+        }
+    }
+}
+
 impl From<Series> for StepIndex {
     fn from(series: Series) -> Self {
         let percentiles = (0..series.steps.len())

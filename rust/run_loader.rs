@@ -12,8 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::compressor::Compressed;
-use crate::data_compat::Stats;
 use crate::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
 use crate::logdir::Series;
 
@@ -27,30 +25,24 @@ pub struct TagIndex {
     /// Counts up whenever a restart drops steps already indexed, so a client
     /// holding the first `n` steps of a generation can be sent only the rest.
     pub generation: u64,
-    pub steps: Vec<i64>,
-    pub wall_times: Vec<f64>,
-    pub stats: Vec<Stats>,
-    pub percentiles: Vec<Compressed>,
+    pub rows: StepIndex,
     /// The segment holding each step's buckets.
     pub segments: Vec<usize>,
 }
 
 impl TagIndex {
     pub fn len(&self) -> usize {
-        self.steps.len()
+        self.rows.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
+        self.rows.is_empty()
     }
 
     fn purge_from(&mut self, step: i64) {
-        let keep = self.steps.partition_point(|&s| s < step);
-        if keep < self.steps.len() {
-            self.steps.truncate(keep);
-            self.wall_times.truncate(keep);
-            self.stats.truncate(keep);
-            self.percentiles.truncate(keep);
+        let keep = self.rows.steps.partition_point(|&s| s < step);
+        if keep < self.len() {
+            self.rows.truncate(keep);
             self.segments.truncate(keep);
             self.generation += 1;
         }
@@ -61,23 +53,17 @@ impl TagIndex {
             self.purge_from(first);
         }
         self.segments
-            .extend(std::iter::repeat_n(segment, index.steps.len()));
-        self.steps.extend(index.steps);
-        self.wall_times.extend(index.wall_times);
-        self.stats.extend(index.stats);
-        self.percentiles.extend(index.percentiles);
+            .extend(std::iter::repeat_n(segment, index.len()));
+        self.rows.append(index);
     }
 
     /// Rows `start..stop` (clamped) as a tag index of their own, generation kept.
-    pub fn rows(&self, start: usize, stop: usize) -> TagIndex {
+    pub fn slice(&self, start: usize, stop: usize) -> TagIndex {
         let stop = stop.min(self.len());
         let start = start.min(stop);
         TagIndex {
             generation: self.generation,
-            steps: self.steps[start..stop].to_vec(),
-            wall_times: self.wall_times[start..stop].to_vec(),
-            stats: self.stats[start..stop].to_vec(),
-            percentiles: self.percentiles[start..stop].to_vec(),
+            rows: self.rows.slice(start, stop),
             segments: self.segments[start..stop].to_vec(),
         }
     }
@@ -186,7 +172,13 @@ impl RunLoader {
         for index in segment.series {
             self.tags
                 .entry(index.tag.clone())
-                .or_default()
+                .or_insert_with(|| TagIndex {
+                    rows: StepIndex {
+                        tag: index.tag.clone(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                })
                 .extend(index, number);
         }
         self.version += 1;
@@ -197,7 +189,7 @@ impl RunLoader {
     /// again from the segment that holds them; `None` if the run has no such step.
     pub fn buckets(&mut self, tag: &str, step: i64) -> Option<Vec<f64>> {
         let index = self.tags.get(tag)?;
-        let position = index.steps.binary_search(&step).ok()?;
+        let position = index.rows.steps.binary_search(&step).ok()?;
         let series = self.segment(index.segments[position])?.get(tag)?;
         let found = series.steps.binary_search(&step).ok()?;
         Some(series.step_buckets(found).to_vec())
@@ -347,7 +339,7 @@ mod tests {
         let shared = Mutex::new(RunLoader::new("r"));
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
         assert_eq!(
-            shared.lock().unwrap().tag("h").unwrap().steps,
+            shared.lock().unwrap().tag("h").unwrap().rows.steps,
             vec![0, 1, 2, 3]
         );
         assert_eq!(shared.lock().unwrap().tag("h").unwrap().generation, 0);
@@ -356,7 +348,7 @@ mod tests {
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
         let mut run = shared.into_inner().unwrap();
         let index = run.tag("h").unwrap();
-        assert_eq!(index.steps, vec![0, 1, 2]);
+        assert_eq!(index.rows.steps, vec![0, 1, 2]);
         assert_eq!(index.generation, 1);
         assert_eq!(index.segments, vec![0, 0, 1]);
         assert_eq!(run.buckets("h", 2), Some(vec![0.0, 1.0, 5.0]));
@@ -376,11 +368,14 @@ mod tests {
         let files = vec![path.clone()];
         let shared = Mutex::new(RunLoader::new("r"));
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
-        assert_eq!(shared.lock().unwrap().tag("h").unwrap().steps, vec![0, 1]);
+        assert_eq!(
+            shared.lock().unwrap().tag("h").unwrap().rows.steps,
+            vec![0, 1]
+        );
         fs::write(&path, &whole).unwrap();
         read(&shared, &files, 1 << 20, far());
         let run = shared.into_inner().unwrap();
-        assert_eq!(run.tag("h").unwrap().steps, vec![0, 1, 2]);
+        assert_eq!(run.tag("h").unwrap().rows.steps, vec![0, 1, 2]);
         assert_eq!(run.segment_count(), 2);
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -402,7 +397,7 @@ mod tests {
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
         let run = shared.into_inner().unwrap();
         assert_eq!(run.tag("h").unwrap().len(), 10);
-        assert_eq!(run.tag("h").unwrap().rows(8, 99).steps, vec![8, 9]);
+        assert_eq!(run.tag("h").unwrap().slice(8, 99).rows.steps, vec![8, 9]);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

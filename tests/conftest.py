@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# Test modules import helpers from browser.py as well as load it as a plugin:
+# rewrite its asserts before the first import.
+pytest.register_assert_rewrite("browser")
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("HISTOSCOPE_FIXTURES", REPO / "tests" / "fixtures"))
 

@@ -29,14 +29,15 @@ pub struct TagIndexRecord {
 
 impl TagIndexRecord {
     fn new(py: Python<'_>, index: TagIndex) -> PyResult<Self> {
-        let percentiles: Vec<f64> = index.percentiles.into_iter().flatten().collect();
+        let rows = index.rows;
+        let percentiles: Vec<f64> = rows.percentiles.into_iter().flatten().collect();
         let segments: Vec<i64> = index.segments.into_iter().map(|s| s as i64).collect();
         Ok(TagIndexRecord {
             generation: index.generation,
-            stats: stats_matrix(py, &index.stats)?,
+            stats: stats_matrix(py, &rows.stats)?,
             percentiles: matrix(py, percentiles, BASIS_POINTS.len())?,
-            steps: index.steps.into_pyarray(py).unbind(),
-            wall_times: index.wall_times.into_pyarray(py).unbind(),
+            steps: rows.steps.into_pyarray(py).unbind(),
+            wall_times: rows.wall_times.into_pyarray(py).unbind(),
             segments: segments.into_pyarray(py).unbind(),
         })
     }
@@ -129,7 +130,7 @@ impl RunLoaderHandle {
         let rows = self
             .lock()
             .tag(tag)
-            .map(|index| index.rows(start, stop.unwrap_or(usize::MAX)));
+            .map(|index| index.slice(start, stop.unwrap_or(usize::MAX)));
         rows.map(|rows| TagIndexRecord::new(py, rows)).transpose()
     }
 
