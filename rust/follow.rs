@@ -16,6 +16,7 @@ use std::path::Path;
 
 use crate::compressor::{compress_histogram, Compressed};
 use crate::data_compat::Stats;
+use crate::diagnose::profile;
 use crate::event_file::{read_records, Entry, FileContents};
 use crate::logdir::{merge_run, Series};
 use crate::report::FileReport;
@@ -43,6 +44,9 @@ pub struct StepIndex {
     pub stats: Vec<Stats>,
     /// Each step's histogram compressed as TensorBoard's distributions draw it.
     pub percentiles: Vec<Compressed>,
+    /// Each step's share of values at exactly zero, as the diagnosis reads it
+    /// (`diagnose::profile`): what the overview colours dead units by.
+    pub zero_shares: Vec<f64>,
 }
 
 impl StepIndex {
@@ -60,6 +64,7 @@ impl StepIndex {
         self.wall_times.truncate(keep);
         self.stats.truncate(keep);
         self.percentiles.truncate(keep);
+        self.zero_shares.truncate(keep);
     }
 
     /// Appends `other`'s steps after these.
@@ -68,6 +73,7 @@ impl StepIndex {
         self.wall_times.extend(other.wall_times);
         self.stats.extend(other.stats);
         self.percentiles.extend(other.percentiles);
+        self.zero_shares.extend(other.zero_shares);
     }
 
     /// Steps `start..stop` as an index of their own.
@@ -78,6 +84,7 @@ impl StepIndex {
             wall_times: self.wall_times[start..stop].to_vec(),
             stats: self.stats[start..stop].to_vec(),
             percentiles: self.percentiles[start..stop].to_vec(),
+            zero_shares: self.zero_shares[start..stop].to_vec(),
         }
     }
 }
@@ -87,12 +94,16 @@ impl From<Series> for StepIndex {
         let percentiles = (0..series.steps.len())
             .map(|i| compress_histogram(series.step_buckets(i)))
             .collect();
+        let zero_shares = (0..series.steps.len())
+            .map(|i| profile(series.step_buckets(i), &series.stats[i]).zero_share)
+            .collect();
         StepIndex {
             tag: series.tag,
             steps: series.steps,
             wall_times: series.wall_times,
             stats: series.stats,
             percentiles,
+            zero_shares,
         }
     }
 }

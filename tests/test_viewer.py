@@ -696,3 +696,20 @@ def test_a_wildcard_address_allows_the_machines_own_names_and_loopback_only() ->
     assert viewer.allowed_hosts("192.0.2.7") == sorted(
         {"localhost", "127.0.0.1", "::1", "[::1]", "192.0.2.7"}
     )
+
+
+def test_the_overview_colours_by_the_share_of_zeros_the_diagnosis_reads(
+    server: Server, logdir: Path
+) -> None:
+    with urllib.request.urlopen(server.url + "api/overview?run=train&stat=zeros") as answer:
+        overview = json.load(answer)
+    series = _series(logdir)
+    for tag in ("activations/relu", "weights/dense"):
+        record = series[tag]["train"].record
+        shares = histoscope._core.zero_shares(record)
+        at = np.searchsorted(record.steps, overview["steps"], side="right") - 1
+        np.testing.assert_allclose(overview["rows"][tag], shares[at])
+    # ReLU of standard normals: about half exact zeros; dense weights: none.
+    assert 0.4 < min(overview["rows"]["activations/relu"])
+    assert max(overview["rows"]["activations/relu"]) < 0.6
+    assert max(overview["rows"]["weights/dense"]) < 0.01

@@ -158,6 +158,7 @@ class TagIndexRecord:
     stats: Final[_F64]
     percentiles: Final[_F64]
     segments: Final[_I64]
+    zero_shares: Final[_F64]
 
 @final
 class RunLoader:
@@ -251,6 +252,7 @@ def diagnose_logdir(
     runs: list[str] | None = None,
     tags: list[str] | None = None,
 ) -> DiagnosisRecord: ...
+def zero_shares(series: SeriesRecord) -> _F64: ...
 def diagnose_series(
     series: list[SeriesRecord],
     kinds: list[str] | None = None,

@@ -48,6 +48,7 @@ class SeriesView(NamedTuple):
     stats: np.ndarray
     quantiles: np.ndarray
     segments: np.ndarray
+    zeros: np.ndarray
 
     def rows(self, start: int, stop: int) -> SeriesView:
         return SeriesView(*(column[start:stop] for column in self))
@@ -75,9 +76,15 @@ class SeriesIndex:
                 np.zeros((0, len(_core.STAT_NAMES))),
                 np.zeros((0, len(BASIS_POINTS))),
                 np.zeros(0, np.int64),
+                empty,
             )
         view = SeriesView(
-            index.steps, index.wall_times, index.stats, index.percentiles, index.segments
+            index.steps,
+            index.wall_times,
+            index.stats,
+            index.percentiles,
+            index.segments,
+            index.zero_shares,
         )
         return index.generation, view
 

@@ -143,7 +143,10 @@ def _data(
             entries[run] = {
                 "steps": series.steps[kept[run]],
                 "counts": _compact(rows),
-                "stats": {name: _compact(series.stats[name][kept[run]]) for name in _STATS},
+                "stats": {
+                    **{name: _compact(series.stats[name][kept[run]]) for name in _STATS},
+                    "zeros": _compact(_core.zero_shares(series.record)[kept[run]]),
+                },
             }
             steps[run].update(int(s) for s in series.steps[kept[run]])
         cards[tag] = {"edges": edges, "runs": entries}

@@ -550,11 +550,15 @@ def _counted_step(
 
 
 #: What the overview can colour its cells by, from each step's statistics (or its percentiles).
-OVERVIEW_STATS = ("std", "absmax", "nonfinite", "mean")
+OVERVIEW_STATS = ("std", "absmax", "zeros", "nonfinite", "mean")
 
 
-def overview_value(stat: str, stats: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
-    """One statistic per step, from the (steps, 8) statistics and (steps, 9) percentiles.
+def overview_value(
+    stat: str, stats: np.ndarray, quantiles: np.ndarray, zeros: np.ndarray | None = None
+) -> np.ndarray:
+    """One statistic per step, from the (steps, 8) statistics and (steps, 9) percentiles,
+    or ``zeros``, each step's share of values at exactly zero (the core's, as the
+    diagnosis of dead units reads it).
 
     Where a writer stored no statistics (TensorFlow 2), the spread falls back to
     half the distance between the 15.87th and 84.13th percentiles (the standard
@@ -577,6 +581,8 @@ def overview_value(stat: str, stats: np.ndarray, quantiles: np.ndarray) -> np.nd
         return np.maximum(np.abs(low), np.abs(high))
     if stat == "nonfinite":
         return np.nan_to_num(stats[:, names.index("nonfinite")])
+    if stat == "zeros":
+        return np.full(len(stats), np.nan) if zeros is None else zeros
     return np.where(np.isnan(column["mean"]), quantiles[:, 4], column["mean"])
 
 
@@ -598,7 +604,7 @@ def _overview(index: LogdirIndex, request: Request) -> dict[str, Any]:
     columns = every[_core.thin_indices(len(every), OVERVIEW_STEPS)] if len(every) else every
     rows = {}
     for tag, view in views.items():
-        values = overview_value(stat, view.stats, view.quantiles)
+        values = overview_value(stat, view.stats, view.quantiles, view.zeros)
         at = np.searchsorted(view.steps, columns, side="right") - 1
         row = np.where(at >= 0, values[np.maximum(at, 0)], np.nan) if len(values) else at * np.nan
         rows[tag] = row

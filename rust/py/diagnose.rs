@@ -1,6 +1,6 @@
 //! `diagnose_logdir` and `diagnose_series`: findings of the core's rules as typed records.
 
-use numpy::{PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -8,7 +8,9 @@ use super::batch::Logdirs;
 use super::records::{FileReportRecord, SeriesRecord};
 use super::selection;
 use crate::data_compat::Stats;
-use crate::diagnose::{diagnose, DiagnoseError, Finding, Options, SeriesView, StepBuckets};
+use crate::diagnose::{
+    diagnose, profile, DiagnoseError, Finding, Options, SeriesView, StepBuckets,
+};
 use crate::logdir::LogdirError;
 
 impl From<DiagnoseError> for PyErr {
@@ -177,10 +179,33 @@ fn diagnose_series(
     py_findings(py, py.detach(|| diagnose(&views, &options)))
 }
 
+/// Each step's share of values at exactly zero, as the rules read it (for the report's overview).
+#[pyfunction]
+fn zero_shares<'py>(
+    py: Python<'py>,
+    series: PyRef<'py, SeriesRecord>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let b = Borrowed::new(py, &series)?;
+    let rows = b.rows.as_slice()?;
+    let shares: Vec<f64> = b
+        .stats
+        .iter()
+        .enumerate()
+        .map(|(i, stats)| {
+            let step = rows
+                .get(3 * b.offsets[i]..3 * b.offsets[i + 1])
+                .unwrap_or(&[]);
+            profile(step, stats).zero_share
+        })
+        .collect();
+    Ok(shares.into_pyarray(py))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FindingRecord>()?;
     m.add_class::<DiagnosisRecord>()?;
     m.add_function(wrap_pyfunction!(diagnose_logdir, m)?)?;
     m.add_function(wrap_pyfunction!(diagnose_series, m)?)?;
+    m.add_function(wrap_pyfunction!(zero_shares, m)?)?;
     Ok(())
 }

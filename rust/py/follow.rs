@@ -25,6 +25,8 @@ pub struct TagIndexRecord {
     pub percentiles: Py<PyArray2<f64>>,
     /// Which segment of the run holds each step's buckets.
     pub segments: Py<PyArray1<i64>>,
+    /// Each step's share of values at exactly zero.
+    pub zero_shares: Py<PyArray1<f64>>,
 }
 
 impl TagIndexRecord {
@@ -39,6 +41,7 @@ impl TagIndexRecord {
             steps: rows.steps.into_pyarray(py).unbind(),
             wall_times: rows.wall_times.into_pyarray(py).unbind(),
             segments: segments.into_pyarray(py).unbind(),
+            zero_shares: rows.zero_shares.into_pyarray(py).unbind(),
         })
     }
 }

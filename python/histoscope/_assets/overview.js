@@ -8,7 +8,8 @@ import { formatValue, viridis, rgb, svgElement } from "./format.js";
 const a11y = window.histoscopeA11y;
 
 export const STAT_NAMES = {
-  std: "standard deviation", absmax: "largest absolute value", nonfinite: "nonfinite count", mean: "mean",
+  std: "standard deviation", absmax: "largest absolute value", zeros: "share of zeros",
+  nonfinite: "nonfinite count", mean: "mean",
 };
 
 // Colour levels (0 to 1) of a section's values: on a log scale when they span more than two

@@ -12,6 +12,7 @@ function overviewValue(stat, stats, quantiles, i) {
   if (stat === "std") return pick("std", (quantiles[i][6] - quantiles[i][2]) / 2);
   if (stat === "absmax") return Math.max(Math.abs(pick("min", quantiles[i][0])), Math.abs(pick("max", quantiles[i][8])));
   if (stat === "nonfinite") return stats.nonfinite[i] || 0;
+  if (stat === "zeros") return stats.zeros[i];
   return pick("mean", quantiles[i][4]);
 }
 
