@@ -97,10 +97,12 @@ class Run:
     `finish` at the end (open runs are also finished at interpreter exit).
 
     Example:
-        >>> import numpy as np, histoscope as hs
-        >>> with hs.init("demo", run_name="first", dir=tmp) as run:  # doctest: +SKIP
+        >>> import tempfile, numpy as np, histoscope as hs
+        >>> with hs.init("demo", run_name="first", dir=tempfile.mkdtemp()) as run:
         ...     run.add_histogram("weights", np.random.randn(1000), step=0)
         ...     run.log({"loss": 0.3, "grads": hs.Histogram(np.random.randn(100))}, step=0)
+        >>> sorted(hs.load_histograms(run.path))
+        ['grads', 'weights']
     """
 
     def __init__(
@@ -183,13 +185,23 @@ class Run:
         ``bins`` equal bins, before training goes on.
 
         Example:
-            >>> run = hs.init("mnist")  # doctest: +SKIP
-            >>> run.watch(model, log="all", every=10, filter=r"^(conv|fc)")  # doctest: +SKIP
-            >>> for i, (x, y) in enumerate(batches):  # doctest: +SKIP
-            ...     loss = loss_fn(model(x), y)
+            >>> import tempfile, torch, histoscope as hs
+            >>> from torch import nn
+            >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+            >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            >>> run = hs.init("mnist", dir=tempfile.mkdtemp())
+            >>> watching = run.watch(model, log="all", every=10, filter=r"^0[.]")
+            >>> for i in range(20):
+            ...     loss = model(torch.randn(16, 4)).pow(2).mean()
             ...     loss.backward()  # step i is logged here when i % 10 == 0
             ...     optimizer.step(); optimizer.zero_grad()
             ...     run.log({"loss": loss.item()}, step=i)
+            >>> run.finish()
+            >>> data = hs.load_histograms(run.path)
+            >>> sorted(data)
+            ['gradients/0.bias', 'gradients/0.weight', 'parameters/0.bias', 'parameters/0.weight']
+            >>> data["gradients/0.weight"]["."].steps.tolist()
+            [0, 10]
         """
         from .watch import Watch
 
@@ -215,7 +227,12 @@ class Run:
         """Stops watching ``model`` (every model, without one): its hooks are removed.
 
         Example:
-            >>> run.unwatch(model)  # doctest: +SKIP
+            >>> import tempfile, torch, histoscope as hs
+            >>> model = torch.nn.Linear(4, 1)
+            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> watching = run.watch(model)
+            >>> run.unwatch(model)
+            >>> run.finish()
         """
         from .watch import unwrap
 
@@ -243,8 +260,13 @@ class Run:
         binned; values outside ``range`` are counted as ``below``/``above``.
 
         Example:
-            >>> run.add_histogram(  # doctest: +SKIP
-            ...     "grads/fc", grads, step=10, bins=80, range=(-0.05, 0.05))
+            >>> import tempfile, numpy as np, histoscope as hs
+            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> grads = np.random.default_rng(0).normal(0, 0.01, 1000)
+            >>> run.add_histogram("grads/fc", grads, step=10, bins=80, range=(-0.05, 0.05))
+            >>> run.finish()
+            >>> hs.load_histograms(run.path)["grads/fc"]["."].buckets[0].shape
+            (80, 3)
         """
         key = _check_key(key)
         bins = check_bins(bins)
@@ -269,8 +291,13 @@ class Run:
         """Logs a `Histogram` or a number under each key of ``data``.
 
         Example:
-            >>> run.log(  # doctest: +SKIP
-            ...     {"weights": hs.Histogram(w, bins=64), "loss": 0.31}, step=100)
+            >>> import tempfile, numpy as np, histoscope as hs
+            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> w = np.random.default_rng(0).normal(size=500)
+            >>> run.log({"weights": hs.Histogram(w, bins=64), "loss": 0.31}, step=100)
+            >>> run.finish()
+            >>> hs.load_histograms(run.path)["weights"]["."].steps.tolist()
+            [100]
         """
         if not isinstance(data, Mapping):
             raise TypeError(
@@ -296,8 +323,11 @@ class Run:
         collapsed, shown on demand. A later declaration wins over an earlier one.
 
         Example:
-            >>> run.define_metric("grads/*", section="Gradients")  # doctest: +SKIP
-            >>> run.define_metric("debug/*", hidden=True)  # doctest: +SKIP
+            >>> import tempfile, histoscope as hs
+            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run.define_metric("grads/*", section="Gradients")
+            >>> run.define_metric("debug/*", hidden=True)
+            >>> run.finish()
         """
         if not isinstance(pattern, str) or not pattern:
             raise ValueError(f"pattern must be a non-empty glob string, got {pattern!r}")
