@@ -2,8 +2,8 @@
 
 use rayon::prelude::*;
 
-use crate::logdir::Series;
 use crate::rebin::{rebin, Rebinned};
+use crate::series::Series;
 use crate::thin::thin_indices;
 
 /// One tag of one run as a ridgeline draws it.

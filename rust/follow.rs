@@ -18,8 +18,9 @@ use crate::compressor::{compress_histogram, Compressed};
 use crate::data_compat::Stats;
 use crate::diagnose::profile;
 use crate::event_file::{read_records, Entry, FileContents};
-use crate::logdir::{merge_run, Series};
+use crate::logdir::merge_run;
 use crate::report::FileReport;
+use crate::series::Series;
 use crate::tf_record::RecordReader;
 
 /// What one read of a file's next records gave.

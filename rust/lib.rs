@@ -24,6 +24,7 @@ pub mod proto_view;
 pub mod rebin;
 pub mod report;
 pub mod run_loader;
+pub mod series;
 pub mod stats;
 pub mod tf_record;
 pub mod thin;

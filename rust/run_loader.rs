@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
-use crate::logdir::Series;
+use crate::series::Series;
 
 /// How many re-read segments are kept, every tag of each: a page asks for many
 /// tags at the same steps, and each segment is decoded once for all of them.

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::data_compat::Stats;
-use crate::logdir::Series;
+use crate::series::Series;
 
 /// A series of `steps.len()` steps, each a normal-like spread of `scale`
 /// (two point buckets at ±scale) and no stored stats.

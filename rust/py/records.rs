@@ -9,9 +9,10 @@ use pyo3::prelude::*;
 use crate::binning::Histogram;
 use crate::chart::Chart;
 use crate::data_compat::Stats;
-use crate::logdir::{check_series_layout, Logdir, MergedRun, RunFiles, Series};
+use crate::logdir::{Logdir, MergedRun, RunFiles};
 use crate::rebin::Rebinned;
 use crate::report::FileReport;
+use crate::series::{check_series_layout, Series};
 
 type Array1<T> = Py<PyArray1<T>>;
 type Array2 = Py<PyArray2<f64>>;
