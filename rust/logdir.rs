@@ -161,13 +161,20 @@ pub fn load_logdirs(
 ) -> Result<Logdir, LogdirError> {
     let mut found = Vec::new();
     for (name, path) in logdirs {
-        found.extend(discover_runs(path)?.into_iter().map(|run| RunFiles {
-            name: qualified_run_name(name, &run.name),
-            files: run.files,
-        }));
+        found.extend(qualified_runs(discover_runs(path)?, name));
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(load_runs(found, selection))
+}
+
+/// `runs` of the log directory called `logdir`, named as runs of several log directories.
+pub fn qualified_runs(runs: Vec<RunFiles>, logdir: &str) -> Vec<RunFiles> {
+    runs.into_iter()
+        .map(|run| RunFiles {
+            name: qualified_run_name(logdir, &run.name),
+            files: run.files,
+        })
+        .collect()
 }
 
 /// The name of run `run` of the log directory called `logdir` among several.

@@ -178,25 +178,17 @@ def _identity(ref: LogdirRef) -> str:
 
 def find_runs(logdirs: Sequence[LogdirRef], several: bool) -> list[RunRef]:
     """Every run of ``logdirs``, sorted by name; with ``several``, named ``<logdir>/<run>``."""
-    runs: list[RunRef] = []
-    for ref in logdirs:
-        for run, files in _runs_of(ref):
-            name = _qualified(ref.name, run) if several else run
-            runs.append(RunRef(name, files))
+    runs = [run for ref in logdirs for run in _runs_of(ref, ref.name if several else None)]
     return sorted(runs, key=lambda r: r.name)
 
 
-def _qualified(logdir: str, run: str) -> str:
-    """As the Rust core names runs of several log directories: the root run is the logdir."""
-    return logdir if run == "." else f"{logdir}/{run}"
-
-
-def _runs_of(ref: LogdirRef) -> list[tuple[str, tuple[EventFileRef, ...]]]:
-    """The runs of one log directory, grouped by the core's rule from a listing of its files."""
+def _runs_of(ref: LogdirRef, prefix: str | None) -> list[RunRef]:
+    """The runs of one log directory, grouped and named by the core's rules from a listing
+    of its files; with ``prefix``, named as runs of several log directories are."""
     if ref.is_local:
         return [
-            (run.name, tuple(EventFileRef(f) for f in run.files))
-            for run in _core.discover_runs(ref.path)
+            RunRef(run.name, tuple(EventFileRef(f) for f in run.files))
+            for run in _core.discover_runs(ref.path, prefix)
         ]
     root = ref.path.rstrip("/")
     sizes = {
@@ -205,8 +197,8 @@ def _runs_of(ref: LogdirRef) -> list[tuple[str, tuple[EventFileRef, ...]]]:
         if info.get("type") == "file"
     }
     return [
-        (run.name, tuple(EventFileRef(f, sizes[f], ref.fs) for f in run.files))
-        for run in _core.group_runs(root, list(sizes))
+        RunRef(run.name, tuple(EventFileRef(f, sizes[f], ref.fs) for f in run.files))
+        for run in _core.group_runs(root, list(sizes), prefix)
     ]
 
 

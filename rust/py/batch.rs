@@ -12,8 +12,8 @@ use crate::chart::charts;
 use crate::event_file::{read_event_file, FileContents};
 use crate::event_stream::{EventStream as CoreStream, StreamError};
 use crate::logdir::{
-    discover_runs as discover, group_listing, load_logdir, load_logdirs, merge_run, Logdir,
-    LogdirError, Selection,
+    discover_runs as discover, group_listing, load_logdir, load_logdirs, merge_run, qualified_runs,
+    Logdir, LogdirError, RunFiles, Selection,
 };
 use crate::plan::{keep_entries, plan_run, RunPlan as CorePlan, Skeleton};
 
@@ -286,21 +286,34 @@ impl RunPlan {
     }
 }
 
-/// The runs of a local log directory (or of one events file), each with its events files in reading order.
+/// The runs of a local log directory (or of one events file), each with its events
+/// files in reading order; with `prefix`, named as runs of several log directories.
 #[pyfunction]
-fn discover_runs(py: Python<'_>, logdir: PathBuf) -> PyResult<Vec<RunFilesRecord>> {
+#[pyo3(signature = (logdir, prefix=None))]
+fn discover_runs(
+    py: Python<'_>,
+    logdir: PathBuf,
+    prefix: Option<String>,
+) -> PyResult<Vec<RunFilesRecord>> {
     let runs = py.detach(|| discover(Path::new(&logdir)))?;
-    Ok(runs.into_iter().map(RunFilesRecord::from).collect())
+    Ok(named(runs, prefix.as_deref()))
 }
 
-/// Groups the events files among a listing of every file under `root` (any storage) into runs.
+/// Groups the events files among a listing of every file under `root` (any storage)
+/// into runs; with `prefix`, named as runs of several log directories.
 #[pyfunction]
-fn group_runs(root: &str, files: Vec<String>) -> Vec<RunFilesRecord> {
+#[pyo3(signature = (root, files, prefix=None))]
+fn group_runs(root: &str, files: Vec<String>, prefix: Option<String>) -> Vec<RunFilesRecord> {
     let files = files.into_iter().map(PathBuf::from).collect();
-    group_listing(Path::new(root), files)
-        .into_iter()
-        .map(RunFilesRecord::from)
-        .collect()
+    named(group_listing(Path::new(root), files), prefix.as_deref())
+}
+
+fn named(runs: Vec<RunFiles>, prefix: Option<&str>) -> Vec<RunFilesRecord> {
+    let runs = match prefix {
+        Some(logdir) => qualified_runs(runs, logdir),
+        None => runs,
+    };
+    runs.into_iter().map(RunFilesRecord::from).collect()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
