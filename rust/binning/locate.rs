@@ -2,7 +2,7 @@
 
 use crate::edges::uniform_edges;
 
-use super::float32::Grid32;
+use super::grid32::Grid32;
 
 /// Finds the bin of a value among edges; `bins`, `bins + 1` and `bins + 2`
 /// stand for below the first edge, above the last and nonfinite.

@@ -10,12 +10,14 @@
 //! many to an instruction.
 //!
 //! The topics: `moments` (statistics), `locate` (a value's bin), `tally`
-//! (counting), `float32` (the float32 path), `simd` (the AVX2 dispatch) and
+//! (counting), `float32` (the float32 path), `grid32` (float32 bins),
+//! `simd` (the AVX2 dispatch) and
 //! `passes` (which ties them together per element type).
 
 #[macro_use]
 mod simd;
 mod float32;
+mod grid32;
 mod locate;
 mod moments;
 mod passes;
@@ -222,17 +224,16 @@ fn histogram_with<P: Passes>(
         Some(edges) => {
             let binner = Binner::new(&edges);
             let per_chunk = map_chunks(values, |start, chunk| {
-                (
-                    passes.moments(chunk, start),
-                    passes.tally(chunk, start, &binner),
-                )
+                let moments = passes.moments(chunk, start);
+                let tally = passes.tally(chunk, start, &binner, &moments);
+                (moments, tally)
             });
             let (moments, tallies): (Vec<_>, Vec<_>) = per_chunk.into_iter().unzip();
             (merge_moments(moments), edges, merge_tallies(tallies))
         }
         None => {
             let chunks = map_chunks(values, |start, chunk| passes.moments(chunk, start));
-            let moments = merge_moments(chunks);
+            let moments = merge_moments(chunks.iter().copied());
             let Bins::Uniform { count, .. } = bins else {
                 unreachable!("only uniform bins lack a range")
             };
@@ -240,7 +241,9 @@ fn histogram_with<P: Passes>(
             check_range(lo, hi)?;
             let edges = uniform_edges(lo, hi, count);
             let binner = Binner::new(&edges);
-            let tallies = map_chunks(values, |start, chunk| passes.tally(chunk, start, &binner));
+            let tallies = map_chunks(values, |start, chunk| {
+                passes.tally(chunk, start, &binner, &chunks[start / CHUNK])
+            });
             (moments, edges, merge_tallies(tallies))
         }
     };

@@ -104,7 +104,7 @@ impl Moments {
     }
 }
 
-pub(super) fn merge_moments(chunks: Vec<Moments>) -> Moments {
+pub(super) fn merge_moments(chunks: impl IntoIterator<Item = Moments>) -> Moments {
     chunks.into_iter().fold(Moments::EMPTY, Moments::merge)
 }
 

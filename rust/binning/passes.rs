@@ -62,8 +62,15 @@ pub(super) trait Passes: Sync {
     /// The statistics of `chunk`, the values from `start` on.
     fn moments(&self, chunk: &[Self::Value], start: usize) -> Moments;
 
-    /// The counts of `chunk`, then the weight below, above and nonfinite.
-    fn tally(&self, chunk: &[Self::Value], start: usize, binner: &Binner<'_>) -> Vec<f64>;
+    /// The counts of `chunk`, then the weight below, above and nonfinite;
+    /// `moments` are the chunk's own, which may choose a faster way.
+    fn tally(
+        &self,
+        chunk: &[Self::Value],
+        start: usize,
+        binner: &Binner<'_>,
+        moments: &Moments,
+    ) -> Vec<f64>;
 }
 
 /// Values of any type converted to float64 one at a time, with any weights.
@@ -95,7 +102,7 @@ where
         moments(chunk, start, self.to_f64, self.weights)
     }
 
-    fn tally(&self, chunk: &[T], start: usize, binner: &Binner<'_>) -> Vec<f64> {
+    fn tally(&self, chunk: &[T], start: usize, binner: &Binner<'_>, _: &Moments) -> Vec<f64> {
         tally(chunk, start, self.to_f64, self.weights, binner)
     }
 }

@@ -1,6 +1,7 @@
 //! Binning checked against numpy's rule written out, on awkward edges, float32, weights and long slices.
 
-use super::float32::{f32_at_least, f32_at_most};
+use super::float32::moments_f32;
+use super::grid32::{f32_at_least, f32_at_most};
 use super::locate::Binner;
 use super::*;
 
@@ -219,6 +220,43 @@ fn float32_values_next_to_edges_go_where_their_float64_values_do() {
         assert!(Binner::new(&edges).grid32.is_some(), "({lo}, {hi}, {bins})");
         let values = float32_sample(float32_around(&edges), lo, hi);
         assert_float32_matches_reference(&values, uniform(bins, Some((lo, hi))));
+    }
+}
+
+#[test]
+fn float32_values_all_inside_the_edges_go_where_their_float64_values_do() {
+    // Finite and inside, so each chunk takes `tally_inside`.
+    for (lo, hi, bins) in [
+        (-0.3, 1.1, 6),
+        (-3.7, 2.9, 50),
+        (0.1, 0.7, 512),
+        (1000.0, 1003.0, 7),
+    ] {
+        let edges = uniform_edges(lo, hi, bins);
+        let grid = Binner::new(&edges).grid32.expect("a float32 grid");
+        let (lowest, highest) = (f32_at_least(lo), f32_at_most(hi));
+        let values: Vec<f32> = float32_sample(float32_around(&edges), lo, hi)
+            .into_iter()
+            .filter(|&x| x >= lowest && x <= highest)
+            .collect();
+        assert!(grid.holds(&moments_f32(&values)), "({lo}, {hi}, {bins})");
+        assert_float32_matches_reference(&values, uniform(bins, Some((lo, hi))));
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn float32_values_in_the_default_range_go_where_their_float64_values_do(
+        seed in proptest::collection::vec(-1e4f32..1e4, 1..40),
+        scale in proptest::sample::select(vec![1e-6f32, 1e-3, 1.0, 1e3]),
+        repeat in 1usize..300,
+        bins in 1usize..200,
+    ) {
+        // Repeated values, as weights quantised or clipped have, landing on edges.
+        let values: Vec<f32> = (0..seed.len() * repeat)
+            .map(|i| seed[i % seed.len()] * scale * (1.0 + (i / seed.len()) as f32 / 64.0))
+            .collect();
+        assert_float32_matches_reference(&values, uniform(bins, None));
     }
 }
 
