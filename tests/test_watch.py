@@ -90,8 +90,20 @@ def test_keys_and_steps_for_each_log_setting(tmp_path: Path, log: str, prefixes)
         assert series[key].buckets[0].shape == (64, 3)
 
 
-def test_logged_values_are_those_before_the_optimizer_step(tmp_path: Path) -> None:
-    model = small_cnn()
+def wide_mlp() -> torch.nn.Module:
+    """A first layer of 1.25 MiB: large enough for the core to bin it on several threads."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Flatten(),
+        torch.nn.Linear(64, 5000),
+        torch.nn.ReLU(),
+        torch.nn.Linear(5000, 3),
+    )
+
+
+@pytest.mark.parametrize("make_model", [small_cnn, wide_mlp])
+def test_logged_values_are_those_before_the_optimizer_step(tmp_path: Path, make_model) -> None:
+    model = make_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     seen: list[dict[str, hs.Histogram]] = []
     with hs.init("p", run_name="r", dir=tmp_path) as run:
@@ -114,7 +126,8 @@ def test_logged_values_are_those_before_the_optimizer_step(tmp_path: Path) -> No
             # What the optimizer does after the capture changes the model, not the log.
             assert not torch.equal(before, model[3].weight)
             with torch.no_grad():
-                model[3].weight.mul_(100.0)
+                for p in model.parameters():
+                    p.mul_(100.0)
             optimizer.zero_grad(set_to_none=False)
     series = read(run)
     for i, expected in enumerate(seen):
@@ -276,14 +289,20 @@ def test_bad_arguments_are_named(tmp_path: Path, kwargs, error, message) -> None
             run.watch("resnet")  # type: ignore[arg-type]
 
 
-def test_a_tensor_that_cannot_be_binned_warns_and_training_goes_on(tmp_path: Path) -> None:
+def test_a_tensor_that_cannot_be_binned_is_named_once_and_only_it_is_lost(tmp_path: Path) -> None:
     model = torch.nn.Linear(2, 1).double()
     with torch.no_grad():
         model.weight.copy_(torch.tensor([[-1.7e308, 1.7e308]], dtype=torch.float64))
     with hs.init("p", run_name="r", dir=tmp_path) as run:
         run.watch(model, log="parameters", every=1)
-        with pytest.warns(hs.HistoscopeWarning, match="tensor 0: range must be"):
+        with pytest.warns(hs.HistoscopeWarning, match="step 0: parameters/weight: range must be"):
             model(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", hs.HistoscopeWarning)
+            model(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+    series = read(run)
+    assert sorted(series) == ["parameters/bias"]
+    assert series["parameters/bias"].steps.tolist() == [0, 1]
 
 
 def run_rank(rank: int, world: int, init_file: str, logdir: str) -> None:

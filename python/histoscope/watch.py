@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Union
 
 from ._batched import bin_tensors
-from .histogram import MAX_BINS
+from .histogram import MAX_BINS, Histogram
 from .reader import HistoscopeWarning
 
 if TYPE_CHECKING:
@@ -218,22 +218,32 @@ class Watch:
     def _log(self, step: int, keyed: list[tuple[str, Any]]) -> None:
         if not keyed:
             return
+        histograms: list[Histogram | None]
         try:
-            histograms = bin_tensors([t for _, t in keyed], self.bins)
-        except Exception as error:  # noqa: BLE001 - reported once, training goes on
-            self._warn_once(f"step {step}: {error}")
-            return
+            histograms = list(bin_tensors([t for _, t in keyed], self.bins))
+        except Exception:  # noqa: BLE001 - the tensor at fault is found and named below
+            histograms = [self._bin_alone(step, key, tensor) for key, tensor in keyed]
         if self.run._finished:
             self.remove()
             return
-        self.run.log(dict(zip((k for k, _ in keyed), histograms)), step=step)
+        logged = {key: h for (key, _), h in zip(keyed, histograms) if h is not None}
+        self.run.log(logged, step=step)
 
-    def _warn_once(self, message: str) -> None:
+    def _bin_alone(self, step: int, key: str, tensor: Any) -> Histogram | None:
+        """One tensor that cannot be binned costs only its own histogram, and is named."""
+        try:
+            return Histogram(tensor, bins=self.bins)
+        except Exception as error:  # noqa: BLE001 - reported once, training goes on
+            self._warn_once(f"{key}: {error}", step)
+            return None
+
+    def _warn_once(self, message: str, step: int) -> None:
         if message in self._warned:
             return
         self._warned.add(message)
         warnings.warn(
-            f"histoscope watch of {type(self.model).__name__}: {message}",
+            f"histoscope watch of {type(self.model).__name__}: step {step}: {message} "
+            "(not logged; said once)",
             HistoscopeWarning,
             stacklevel=2,
         )
