@@ -252,7 +252,8 @@ def main() -> None:
         tensors = sum(1 for _ in bench.model.parameters())
         print(
             f"model: {n / 1e6:.2f} M parameters in {tensors} tensors, batch {args.batch}, "
-            f"{torch.get_num_threads()} torch threads"
+            f"{torch.get_num_threads()} torch threads, "
+            f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}"
         )
         for _ in range(3):  # warm up every path once
             for c in CONTENDERS:
