@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _core
 from ._resources import asset_text
-from .follow import BASIS_POINTS, LogdirIndex, RunIndex, SeriesView
+from .follow import BASIS_POINTS, SEGMENT_BYTES, LogdirIndex, RunIndex, SeriesView
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -48,6 +48,15 @@ _ASSETS = {
     "viewer.css": "text/css",
     **{name: "text/javascript" for name in MODULES},
 }
+
+#: How many runs the page shows before the user picks (MAX_SHOWN in app.js): the viewer
+#: starts reading these as soon as it starts.
+FIRST_SHOWN = 12
+#: Runs of at most this many bytes are primed when the viewer starts: the core's run
+#: loader keeps eight segments decoded, so all of such a run stays cached.
+PRIMED_BYTES = 8 * SEGMENT_BYTES
+#: How long priming waits for a run to be read to its end: longer runs are too big anyway.
+PRIME_SECONDS = 2.0
 
 #: The most steps a card's ridgeline or heatmap draws; the rest are thinned as maidr thins.
 CARD_STEPS = 40
@@ -78,8 +87,8 @@ def create_app(logdir: str, *, refresh_seconds: float = 1.0, host: str = "127.0.
     from starlette.routing import Route
 
     index = LogdirIndex(os.fspath(logdir), refresh_seconds=refresh_seconds)
-    index.runs()
     layouts = _Layouts(os.fspath(logdir), refresh_seconds)
+    _warm_up(index, layouts)
     findings = _Findings(os.fspath(logdir))
     routes = [
         Route("/", _page(logdir)),
@@ -199,6 +208,42 @@ class _NotFound(Exception):
 
 class _BadRequest(Exception):
     """A query parameter that is missing or malformed: 400."""
+
+
+def _warm_up(index: LogdirIndex, layouts: _Layouts) -> None:
+    """Lists the runs, and starts reading those the page shows at first, with their
+    declarations, so that reading overlaps the browser loading the page and its modules
+    instead of waiting for the page's first requests."""
+    first = index.runs()[:FIRST_SHOWN]
+    if first:
+        threading.Thread(
+            target=_warm_runs, args=(index, layouts, first), name="histoscope-warm", daemon=True
+        ).start()
+
+
+def _warm_runs(index: LogdirIndex, layouts: _Layouts, names: list[str]) -> None:
+    """Reads the first segments of ``names`` side by side; then, of each run small enough
+    for the core to keep all its segments decoded, decodes those a card reads (the steps
+    of its first key a card thins to), so the page's first cards are answered from the
+    cache."""
+    try:
+        declared = _READERS.submit(layouts.declared, names)
+        runs = [run for run in _READERS.map(index.run, names) if run is not None]
+        declared.result()
+        deadline = time.monotonic() + PRIME_SECONDS
+        for run in runs:
+            while not run.caught_up and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not run.caught_up or sum(run.offsets.values()) > PRIMED_BYTES:
+                continue
+            series = run.series
+            if series:
+                tag = min(series)
+                view = series[tag].view
+                for position in _core.thin_indices(len(view.steps), CARD_STEPS):
+                    index.buckets(run, tag, view, int(position))
+    except Exception:  # noqa: BLE001 - the page's request meets the same error and reports it
+        return
 
 
 def _json(handler: Callable[[Request], Any]) -> Callable[[Request], Awaitable[Response]]:
