@@ -65,6 +65,11 @@ def write_many(logdir: Path, runs: int = 1000, steps: int = 50, tags: int = 6) -
 
 KEYS_TARGETS = {"first_card": 1.5, "elements": 10_000, "long_task": 0.2, "report": 8e6}
 
+# The page's own User Timing marks of its startup (app.js), in seconds from navigation.
+PAGE_MARKS = """Object.fromEntries(performance.getEntriesByType("mark")
+  .filter((m) => m.name.startsWith("histoscope:"))
+  .map((m) => [m.name.slice("histoscope:".length), m.startTime / 1000]))"""
+
 LONG_TASKS = """
 window.__longtasks = [];
 new PerformanceObserver((list) => {
@@ -101,6 +106,7 @@ def measure_keys(logdir: Path, browser) -> dict[str, float]:
         page.goto(url)
         page.wait_for_selector("svg.panel path.current", timeout=60000, state="attached")
         first_card = page.evaluate("performance.now()") / 1000
+        marks = page.evaluate(PAGE_MARKS)
         wait_until(page, "!document.getElementById('status').textContent.includes('still')")
         page.evaluate("window.__longtasks = []")
         elements = [page.evaluate("document.getElementsByTagName('*').length")]
@@ -124,6 +130,7 @@ def measure_keys(logdir: Path, browser) -> dict[str, float]:
     )
     return {
         "first_card": first_card,
+        "marks": marks,
         "elements": max(elements),
         "long_task": max(long_tasks, default=0.0) / 1000,
         "long_tasks": len(long_tasks),
@@ -198,6 +205,13 @@ def report_keys(result: dict[str, float]) -> bool:
         f"{result['report'] / 1e6:.1f} MB in {result['report_seconds']:.1f} s "
         f"({verdict['report']}: target <= 8 MB)"
     )
+    marks = result["marks"]
+    if marks:  # where the page's time went: its listing, its keys, its first cards placed
+        print(
+            "  the page's own marks: "
+            + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in marks.items())
+            + " (first card seen by the bench later: it polls the page, on a busy machine)"
+        )
     return all(checks.values())
 
 
