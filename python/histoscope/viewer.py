@@ -39,7 +39,7 @@ __all__ = ["CSP", "allowed_hosts", "create_app", "overview_value", "serve"]
 SERIES_STEPS = 2000
 
 #: The ES modules of the page, in the order a single-file report concatenates them.
-MODULES = ("format.js", "draw.js", "keys.js", "overview.js", "app.js")
+MODULES = ("format.js", "draw.js", "keys.js", "overview.js", "brush.js", "app.js")
 
 _ASSETS = {
     "a11y.js": "text/javascript",

@@ -7,6 +7,7 @@ import { formatValue, runColour, placeKey, keyMatcher, readUrlState, writeUrlSta
 import { drawRidgeline, drawOverlay, drawHeatmap, drawBands } from "./draw.js";
 import { makeKeys } from "./keys.js";
 import { makeOverview, STAT_NAMES } from "./overview.js";
+import { makeBrush, brushChart } from "./brush.js";
 
 const a11y = window.histoscopeA11y;
 const POLL_MS = 2000;
@@ -36,6 +37,8 @@ export function start(source) {
   const slider = $("step-slider");
   const number = $("step-number");
   const alertsLive = a11y.speaker($("alerts-live"));
+  const rangeLive = a11y.speaker($("range-live"));
+  const brush = makeBrush($("range-brush"), (from, to) => setRange(from, to), rangeLive);
 
   // ---- runs ----------------------------------------------------------------------------
 
@@ -142,6 +145,7 @@ export function start(source) {
         card.chart.focus();
       }
     });
+    brushChart(card.chart, (svg) => [...card.geometry.values()].find((shape) => shape.svg === svg), chartRange);
     const raw = body.querySelector(".raw-button");
     if (source.rawBuckets) raw.addEventListener("click", () => showRaw(card));
     else raw.remove();
@@ -446,6 +450,7 @@ export function start(source) {
     const last = steps.length ? steps[steps.length - 1] : null;
     if (state.step === null || state.following) state.step = last;
     syncControl();
+    brush.setSteps(steps);
   }
 
   function reloadMounted() {
@@ -468,16 +473,41 @@ export function start(source) {
     if (number.value !== "" && Number.isFinite(typed)) chooseStep(typed);
   });
 
+  // The step range, from the inputs, the brush or a drag across a chart: all of them, the
+  // URL and the drawn cards follow.
+  function setRange(from, to) {
+    state.from = from;
+    state.to = to;
+    $("range-from").value = from === null ? "" : String(from);
+    $("range-to").value = to === null ? "" : String(to);
+    brush.setRange(from, to);
+    remember();
+    return reloadMounted().then(() => {
+      document.body.dataset.range = (from === null ? "" : from) + ":" + (to === null ? "" : to);
+    });
+  }
+
+  // A range dragged across a chart; an end at the first or last logged step is left open.
+  function chartRange(from, to) {
+    const steps = state.steps;
+    setRange(steps.length && from <= steps[0] ? null : from, steps.length && to >= steps[steps.length - 1] ? null : to);
+    rangeLive(brush.describe());
+  }
+
   for (const [id, key] of [["range-from", "from"], ["range-to", "to"]]) {
     const input = $(id);
     input.value = state[key] === null ? "" : String(state[key]);
     input.addEventListener("change", () => {
       const typed = input.value === "" ? null : Number(input.value);
-      state[key] = Number.isFinite(typed) ? typed : null;
-      remember();
-      reloadMounted();
+      const value = Number.isFinite(typed) ? typed : null;
+      setRange(key === "from" ? value : state.from, key === "to" ? value : state.to);
     });
   }
+  brush.setRange(state.from, state.to);
+  $("range-all").addEventListener("click", () => {
+    setRange(null, null);
+    rangeLive(brush.describe());
+  });
 
   for (const radio of document.querySelectorAll('input[name="view"]')) {
     radio.checked = radio.value === state.view;

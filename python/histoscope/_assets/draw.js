@@ -169,6 +169,7 @@ export function drawHeatmap(tag, edges, entry, view) {
   const svg = panel(entry.run, tag + ", " + entry.run + ", heatmap of " + steps.length +
     " steps by " + (edges.length - 1) + " value bins, colour for the count", height);
   svg.classList.add("heatmap");
+  svg.dataset.steps = steps.join(" ");
   const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
   const bins = edges.length - 1;
   if (rows.length) {
@@ -203,6 +204,11 @@ export function drawHeatmap(tag, edges, entry, view) {
     svg, rows: steps,
     x: (i) => PANEL.left + ((i + 0.5) / bins) * PLOT_WIDTH,
     rowY: (r) => PANEL.top + (r + 0.5) * rowHeight,
+    // Steps run down the rows: a drag across them chooses a step range (see brush.js).
+    brush: steps.length > 1 && {
+      axis: "y", lo: PANEL.top, hi: bottom, across: [PANEL.left, PANEL.left + PLOT_WIDTH],
+      stepAt: (y) => steps[Math.max(0, Math.min(steps.length - 1, Math.floor((y - PANEL.top) / rowHeight)))],
+    },
   };
 }
 
@@ -249,6 +255,7 @@ export function drawBands(tag, series, view) {
   const first = steps.length ? steps[0] : 0, last = steps.length ? steps[steps.length - 1] : 0;
   const range = first === last ? [first - 0.5, last + 0.5] : [first, last];
   const svg = panel(series.run, tag + ", " + series.run + ", distribution over steps " + first + " to " + last, height);
+  svg.dataset.steps = steps.join(" ");
   const plot = bottom - PANEL.top;
   const x = (s) => PANEL.left + ((s - range[0]) / (range[1] - range[0])) * PLOT_WIDTH;
   const y = (v) => bottom - (((v === null ? lo : v) - lo) / (hi - lo)) * plot;
@@ -269,5 +276,13 @@ export function drawBands(tag, series, view) {
     svgElement("line", { x1: at, x2: at, y1: PANEL.top, y2: bottom, class: "marker" }, svg);
   }
   svg.dataset.step = String(view.step);
-  return { svg, x, y };
+  // Steps run across: a drag along them chooses a step range (see brush.js).
+  const stepAt = (px) => {
+    const value = range[0] + ((px - PANEL.left) / PLOT_WIDTH) * (range[1] - range[0]);
+    let best = steps[0];
+    for (const s of steps) if (Math.abs(s - value) < Math.abs(best - value)) best = s;
+    return best;
+  };
+  const brush = steps.length > 1 && { axis: "x", lo: PANEL.left, hi: PANEL.width - PANEL.right, across: [PANEL.top, bottom], stepAt };
+  return { svg, x, y, brush };
 }
