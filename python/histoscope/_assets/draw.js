@@ -34,11 +34,13 @@ function anchorFor(x) {
   return "middle";
 }
 
-function valueAxis(svg, lo, hi, bottom, format) {
+// `whole`: ticks at whole numbers only, as steps are, so a range of a few steps is not
+// labelled 9, 9, 10, 10.
+function valueAxis(svg, lo, hi, bottom, format, whole) {
   const group = svgElement("g", { class: "axis", "aria-hidden": "true" }, svg);
   svgElement("line", { x1: PANEL.left, x2: PANEL.width - PANEL.right, y1: bottom, y2: bottom }, group);
   const x = (v) => PANEL.left + ((v - lo) / (hi - lo || 1)) * PLOT_WIDTH;
-  for (const v of niceTicks(lo, hi, 4)) {
+  for (const v of niceTicks(lo, hi, 4).filter((t) => !whole || Number.isInteger(t))) {
     svgElement("line", { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4 }, group);
     const label = svgElement("text", { x: x(v), y: bottom + 15, "text-anchor": anchorFor(x(v)), class: "tick" }, group);
     label.textContent = (format || formatValue)(v);
@@ -259,7 +261,7 @@ export function drawBands(tag, series, view) {
   const plot = bottom - PANEL.top;
   const x = (s) => PANEL.left + ((s - range[0]) / (range[1] - range[0])) * PLOT_WIDTH;
   const y = (v) => bottom - (((v === null ? lo : v) - lo) / (hi - lo)) * plot;
-  const axis = valueAxis(svg, range[0], range[1], bottom, (v) => String(Math.round(v)));
+  const axis = valueAxis(svg, range[0], range[1], bottom, String, true);
   for (const t of ticks) if (t >= lo && t <= hi) leftLabel(axis, y(t), formatValue(t));
   const title = svgElement("text", { x: 4, y: 12 }, axis);
   title.textContent = "value by step";
@@ -271,8 +273,9 @@ export function drawBands(tag, series, view) {
   let median = "";
   steps.forEach((step, i) => { median += (i ? "L" : "M") + x(step).toFixed(1) + "," + y(quantiles[i][4]).toFixed(1); });
   svgElement("path", { d: median, class: "median", stroke: fill }, svg);
-  if (view.step !== null) {
-    const at = x(Math.min(Math.max(view.step, range[0]), range[1]));
+  // The chosen step is marked where it falls inside the range shown.
+  if (view.step !== null && view.step >= range[0] && view.step <= range[1]) {
+    const at = x(view.step);
     svgElement("line", { x1: at, x2: at, y1: PANEL.top, y2: bottom, class: "marker" }, svg);
   }
   svg.dataset.step = String(view.step);
