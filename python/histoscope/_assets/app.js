@@ -482,9 +482,7 @@ export function start(source) {
     $("range-to").value = to === null ? "" : String(to);
     brush.setRange(from, to);
     remember();
-    return reloadMounted().then(() => {
-      document.body.dataset.range = (from === null ? "" : from) + ":" + (to === null ? "" : to);
-    });
+    return reloadMounted();
   }
 
   // A range dragged across a chart; an end at the first or last logged step is left open.

@@ -221,9 +221,9 @@ export function makeBrush(container, onChange, speak) {
 export function brushChart(chart, shapeOf, onRange) {
   let drag = null;
 
+  // Where the pointer is in the panel's own units (its viewBox).
   function local(svg, event) {
-    const point = new DOMPoint(event.clientX, event.clientY).matrixTransform(svg.getScreenCTM().inverse());
-    return point;
+    return new DOMPoint(event.clientX, event.clientY).matrixTransform(svg.getScreenCTM().inverse());
   }
 
   chart.addEventListener("pointerdown", (event) => {
