@@ -55,8 +55,9 @@ FIRST_SHOWN = 12
 #: Runs of at most this many bytes are primed when the viewer starts: the core's run
 #: loader keeps eight segments decoded, so all of such a run stays cached.
 PRIMED_BYTES = 8 * SEGMENT_BYTES
-#: How long priming waits for a run to be read to its end: longer runs are too big anyway.
-PRIME_SECONDS = 2.0
+#: How long after the viewer starts it may prime: about the time a browser takes to load
+#: the page; later, priming would hold the run's loader while the page asks for its keys.
+PRIME_SECONDS = 0.5
 
 #: The most steps a card's ridgeline or heatmap draws; the rest are thinned as maidr thins.
 CARD_STEPS = 40
@@ -226,11 +227,11 @@ def _warm_runs(index: LogdirIndex, layouts: _Layouts, names: list[str]) -> None:
     for the core to keep all its segments decoded, decodes those a card reads (the steps
     of its first key a card thins to), so the page's first cards are answered from the
     cache."""
+    deadline = time.monotonic() + PRIME_SECONDS
     try:
         declared = _READERS.submit(layouts.declared, names)
         runs = [run for run in _READERS.map(index.run, names) if run is not None]
         declared.result()
-        deadline = time.monotonic() + PRIME_SECONDS
         for run in runs:
             while not run.caught_up and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -241,6 +242,8 @@ def _warm_runs(index: LogdirIndex, layouts: _Layouts, names: list[str]) -> None:
                 tag = min(series)
                 view = series[tag].view
                 for position in _core.thin_indices(len(view.steps), CARD_STEPS):
+                    if time.monotonic() > deadline:
+                        return
                     index.buckets(run, tag, view, int(position))
     except Exception:  # noqa: BLE001 - the page's request meets the same error and reports it
         return
