@@ -514,6 +514,7 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     top, rows = 18 / 200, (146 - 18) / 200  # the plot's top and height in the panel's units
     _drag(page, box, (0.5, top + rows * 2.5 / 10), (0.5, top + rows * 6.5 / 10))
     _range_is(page, 7, 11)
+    expect(page.locator("article.card .chart").first).to_be_focused()  # as a click focuses it
     # typed steps move the thumbs
     page.fill("#range-from", "8")
     page.press("#range-from", "Enter")

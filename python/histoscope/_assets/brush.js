@@ -233,7 +233,8 @@ export function brushChart(chart, shapeOf, onRange) {
     const at = local(svg, event);
     const spot = shape.brush.axis === "x" ? at.x : at.y;
     if (spot < shape.brush.lo || spot > shape.brush.hi) return;
-    event.preventDefault();
+    event.preventDefault(); // no text selection while dragging; so the focus is moved here
+    chart.focus({ preventScroll: true });
     const rect = document.createElementNS("http://www.w3.org/2000/svg", "rect");
     rect.setAttribute("class", "brush-selection");
     svg.appendChild(rect);
