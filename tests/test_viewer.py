@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browser import AUDIO_PROBE, write_thousand_keys
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 import histoscope
 from histoscope import viewer
@@ -447,8 +447,13 @@ def test_a_host_off_loopback_is_warned_about(logdir: Path) -> None:
     assert "visible on the network" in errors
 
 
-def _drag(page: Page, box: dict, start: tuple[float, float], end: tuple[float, float]) -> None:
-    """A mouse drag between two points given as shares of ``box``'s width and height."""
+Point = tuple[float, float]
+
+
+def _drag(page: Page, target: Locator, start: Point, end: Point) -> None:
+    """A mouse drag between two points given as shares of ``target``'s width and height."""
+    box = target.bounding_box()
+    assert box is not None, f"{target} is not shown"
     page.mouse.move(box["x"] + box["width"] * start[0], box["y"] + box["height"] * start[1])
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * end[0], box["y"] + box["height"] * end[1], steps=6)
@@ -502,7 +507,7 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     _range_is(page, None, None)
     expect(live).to_have_text("Step range 0 to 19: 20 of 20 steps, all")
     # the mouse: a new range drawn on the track, then one end dragged
-    track = page.locator(".brush-track").bounding_box()
+    track = page.locator(".brush-track")
     _drag(page, track, (5 / 19, 0.5), (10 / 19, 0.5))
     _range_is(page, 5, 10)
     _drag(page, track, (10 / 19, 0.5), (14 / 19, 0.5))  # the last step's thumb, further on
@@ -510,9 +515,8 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     expect(live).to_have_text("Step range 5 to 14: 10 of 20 steps")
     # a drag down a heatmap's rows (steps 5 to 14, a row each) chooses the rows dragged over
     heatmap = page.locator("svg.panel.heatmap").first
-    box = heatmap.bounding_box()
     top, rows = 18 / 200, (146 - 18) / 200  # the plot's top and height in the panel's units
-    _drag(page, box, (0.5, top + rows * 2.5 / 10), (0.5, top + rows * 6.5 / 10))
+    _drag(page, heatmap, (0.5, top + rows * 2.5 / 10), (0.5, top + rows * 6.5 / 10))
     _range_is(page, 7, 11)
     expect(page.locator("article.card .chart").first).to_be_focused()  # as a click focuses it
     # typed steps move the thumbs
@@ -524,8 +528,7 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     bands = page.locator('svg.panel[data-steps="8 9 10 11"]:has(path.median)')
     expect(bands).to_have_count(6)
     left, width = 46 / 400, (400 - 46 - 14) / 400
-    box = bands.first.bounding_box()
-    _drag(page, box, (left + width * 0.9 / 3, 0.5), (left + width * 2.1 / 3, 0.5))
+    _drag(page, bands.first, (left + width * 0.9 / 3, 0.5), (left + width * 2.1 / 3, 0.5))
     expect(page.locator("#range-from")).to_have_value("9")
     expect(page.locator("#range-to")).to_have_value("10")
     expect(page.locator("svg.panel:has(path.median)").first).to_have_attribute("data-steps", "9 10")
