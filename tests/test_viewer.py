@@ -447,6 +447,29 @@ def test_a_host_off_loopback_is_warned_about(logdir: Path) -> None:
     assert "visible on the network" in errors
 
 
+def test_the_page_comes_with_the_runs_listing_that_cannot_end_its_script(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    logdir = tmp_path / "logs"
+    shutil.copytree(fixtures / "tf2_summary" / "train", logdir / "</script><b>&x")
+    shutil.copytree(fixtures / "tf2_summary" / "validation", logdir / "validation")
+    running = Server(logdir)
+    try:
+        with urllib.request.urlopen(running.url, timeout=30) as answer:
+            page = answer.read().decode()
+        with urllib.request.urlopen(running.url + "api/runs", timeout=30) as answer:
+            listing = json.load(answer)
+    finally:
+        running.stop()
+    embedded = re.search(
+        r'<script type="application/json" id="histoscope-runs">(.*?)</script>', page, re.S
+    )
+    assert embedded is not None
+    assert "<" not in embedded.group(1) and "&" not in embedded.group(1)
+    assert json.loads(embedded.group(1)) == listing
+    assert listing["runs"] == ["</script><b>&x", "validation"]
+
+
 Point = tuple[float, float]
 
 
