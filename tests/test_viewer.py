@@ -504,6 +504,7 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
 ) -> None:
     page.check('input[name="view"][value="heatmap"]')
     expect(page.locator("svg.panel.heatmap")).to_have_count(6)
+    expect(page.locator('svg.panel.heatmap rect.chosen-row[data-step="19"]')).to_have_count(6)
     low = page.get_by_role("slider", name="First step of the range")
     high = page.get_by_role("slider", name="Last step of the range")
     expect(low).to_have_attribute("aria-valuetext", "from step 0, 20 of 20 steps")
@@ -542,6 +543,8 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     _drag(page, heatmap, (0.5, top + rows * 2.5 / 10), (0.5, top + rows * 6.5 / 10))
     _range_is(page, 7, 11)
     expect(page.locator("article.card .chart").first).to_be_focused()  # as a click focuses it
+    # the chosen step (19, the last) is outside the range: no row is marked as if it were
+    expect(page.locator("svg.panel.heatmap rect.chosen-row")).to_have_count(0)
     # typed steps move the thumbs
     page.fill("#range-from", "8")
     page.press("#range-from", "Enter")

@@ -191,9 +191,13 @@ export function drawHeatmap(tag, edges, entry, view) {
     if (rows.length > 1) leftLabel(axis, bottom - plot / rows.length / 2, String(steps[steps.length - 1]));
     const title = svgElement("text", { x: 4, y: 12 }, axis);
     title.textContent = "step";
+    // The chosen step's row (the row at or before it, rows being thinned), only where the
+    // chosen step falls inside the range shown.
     const current = entry.current ? entry.current.step : null;
     let row = -1;
-    steps.forEach((s, i) => { if (current !== null && s <= current) row = i; });
+    if (current !== null && current <= steps[steps.length - 1]) {
+      steps.forEach((s, i) => { if (s <= current) row = i; });
+    }
     if (row >= 0) {
       svgElement("rect", { x: PANEL.left, y: PANEL.top + (row * plot) / rows.length, width: PLOT_WIDTH,
         height: plot / rows.length, class: "chosen-row", "data-step": String(steps[row]) }, svg);
