@@ -8,7 +8,8 @@ Writes the log directories with histoscope's logger into a temporary folder (or
 --cache-dir), starts `histoscope view` in a subprocess for each, opens the page in
 headless Chromium and times, from the server's start: the first page (the HTML
 answered), and, from the page's navigation start, the first card drawn (a histogram
-path in the page). Memory is the
+path in the page; for the 1,000 keys, and for TensorBoard, the frame that painted it as
+the page itself notes it, beside when the bench's polling saw it). Memory is the
 server's peak resident set (VmHWM) once the first card is drawn and the reading
 has caught up, for the full directory and for one with a quarter of its steps:
 it must not grow with the steps nobody looked at.
@@ -32,6 +33,7 @@ import time
 import urllib.request
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,6 +67,29 @@ def write_many(logdir: Path, runs: int = 1000, steps: int = 50, tags: int = 6) -
 
 KEYS_TARGETS = {"first_card": 1.5, "elements": 10_000, "long_task": 0.2, "report": 8e6}
 
+
+def first_drawn(condition: str) -> str:
+    """An init script noting, in the page, when ``condition`` (a JavaScript expression) first
+    holds at a frame, and then that frame painted: ``window.__drawn``, in ms from navigation.
+
+    Checked once a frame by the page itself, so the time does not include the round trips of
+    a harness polling the page, which on a busy machine take a few hundred milliseconds."""
+    return (
+        "window.__drawn = null; (function check() {"
+        f" if ({condition}) setTimeout(() => {{ window.__drawn = performance.now(); }});"
+        " else requestAnimationFrame(check); })();"
+    )
+
+
+OUR_CARD = "document.querySelector('svg.panel path.current')"
+# the header's icons hold a few paths; one histogram card holds dozens (a ridge a step)
+THEIR_CARD = "document.querySelectorAll('svg path').length >= 40"
+
+# The page's own User Timing marks of its startup (app.js), in seconds from navigation.
+PAGE_MARKS = """Object.fromEntries(performance.getEntriesByType("mark")
+  .filter((m) => m.name.startsWith("histoscope:"))
+  .map((m) => [m.name.slice("histoscope:".length), m.startTime / 1000]))"""
+
 LONG_TASKS = """
 window.__longtasks = [];
 new PerformanceObserver((list) => {
@@ -86,7 +111,7 @@ def write_keys(logdir: Path, keys: int = 1000, steps: int = 20) -> None:
                     run.add_histogram(f"grads/layer{layer:03d}", values * 1e-3, step=step, bins=20)
 
 
-def measure_keys(logdir: Path, browser) -> dict[str, float]:
+def measure_keys(logdir: Path, browser) -> dict[str, Any]:
     """First card, most page elements and longest task while scrolling every card, report size."""
     server = subprocess.Popen(
         [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
@@ -97,10 +122,14 @@ def measure_keys(logdir: Path, browser) -> dict[str, float]:
         url = re.search(r"http://\S+/", server.stdout.readline()).group(0)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.add_init_script(LONG_TASKS)
+        context.add_init_script(first_drawn(OUR_CARD))
         page = context.new_page()
         page.goto(url)
         page.wait_for_selector("svg.panel path.current", timeout=60000, state="attached")
-        first_card = page.evaluate("performance.now()") / 1000
+        seen = page.evaluate("performance.now()") / 1000
+        wait_until(page, "window.__drawn !== null")
+        first_card = page.evaluate("window.__drawn") / 1000
+        marks = page.evaluate(PAGE_MARKS)
         wait_until(page, "!document.getElementById('status').textContent.includes('still')")
         page.evaluate("window.__longtasks = []")
         elements = [page.evaluate("document.getElementsByTagName('*').length")]
@@ -124,6 +153,8 @@ def measure_keys(logdir: Path, browser) -> dict[str, float]:
     )
     return {
         "first_card": first_card,
+        "seen": seen,
+        "marks": marks,
         "elements": max(elements),
         "long_task": max(long_tasks, default=0.0) / 1000,
         "long_tasks": len(long_tasks),
@@ -166,21 +197,23 @@ def measure_tensorboard(logdir: Path, browser) -> dict[str, float] | None:
                 raise TimeoutError("TensorBoard listed no runs")
             time.sleep(0.5)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(first_drawn(THEIR_CARD))
         page = context.new_page()
         page.goto(f"http://127.0.0.1:{port}/#histograms")
-        # the header's icons hold a few paths; one histogram card holds dozens (a ridge a step)
-        wait_until(page, "document.querySelectorAll('svg path').length >= 40")
-        first_card = page.evaluate("performance.now()") / 1000
+        wait_until(page, THEIR_CARD)
+        seen = page.evaluate("performance.now()") / 1000
+        wait_until(page, "window.__drawn !== null")
+        first_card = page.evaluate("window.__drawn") / 1000
         page.wait_for_timeout(3000)
         elements = page.evaluate(ALL_ELEMENTS)
         context.close()
-        return {"first_card": first_card, "elements": elements}
+        return {"first_card": first_card, "seen": seen, "elements": elements}
     finally:
         server.terminate()
         server.wait(timeout=30)
 
 
-def report_keys(result: dict[str, float]) -> bool:
+def report_keys(result: dict[str, Any]) -> bool:
     checks = {
         "first_card": result["first_card"] <= KEYS_TARGETS["first_card"],
         "elements": result["elements"] <= KEYS_TARGETS["elements"],
@@ -189,8 +222,9 @@ def report_keys(result: dict[str, float]) -> bool:
     }
     verdict = {name: "PASS" if ok else "FAIL" for name, ok in checks.items()}
     print(
-        f"1,000 keys x 2 runs x 20 steps: first card {result['first_card']:.2f} s "
-        f"({verdict['first_card']}: target <= 1.5 s); at most {result['elements']:,} page "
+        f"1,000 keys x 2 runs x 20 steps: first card painted {result['first_card']:.2f} s "
+        f"({verdict['first_card']}: target <= 1.5 s; seen by the bench's polling at "
+        f"{result['seen']:.2f} s); at most {result['elements']:,} page "
         f"elements while scrolling every card ({verdict['elements']}: target <= 10,000; "
         f"{result['drawn_at_end']} cards drawn at the end); longest task while scrolling "
         f"{1000 * result['long_task']:.0f} ms of {result['long_tasks']} over 50 ms "
@@ -198,6 +232,12 @@ def report_keys(result: dict[str, float]) -> bool:
         f"{result['report'] / 1e6:.1f} MB in {result['report_seconds']:.1f} s "
         f"({verdict['report']}: target <= 8 MB)"
     )
+    marks = result["marks"]
+    if marks:  # where the page's time went: its listing, its keys, its first cards placed
+        print(
+            "  the page's own marks: "
+            + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in marks.items())
+        )
     return all(checks.values())
 
 
@@ -366,7 +406,8 @@ def compare_keys(logdir: Path, browser) -> bool:
     first_ratio = ours["first_card"] / theirs["first_card"]
     print(
         f"TensorBoard {version('tensorboard')} on the same directory: first histogram "
-        f"{theirs['first_card']:.2f} s after its runs were read, {theirs['elements']:,} page "
+        f"{theirs['first_card']:.2f} s after its runs were read (seen by the bench's polling "
+        f"at {theirs['seen']:.2f} s), {theirs['elements']:,} page "
         f"elements; histoscope/TensorBoard: first card x{first_ratio:.2f}, "
         f"elements x{ours['elements'] / theirs['elements']:.2f}"
     )

@@ -152,3 +152,36 @@ def test_runs_are_listed_without_reading_them(fixtures: Path) -> None:
     assert index.runs() == sorted(folders)
     assert index._runs == {}
     assert index.run("no/such/run") is None
+
+
+def test_a_request_meeting_a_first_read_in_flight_waits_for_it(
+    fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The viewer starts reading runs before the page asks: a request arriving meanwhile
+    must get the run's histograms, not an empty run. The first read is held at its start
+    (the read itself is real) until the second request is under way."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    real_read = follow.RunIndex.read
+
+    def held_read(self: follow.RunIndex, files: list[str], budget_seconds: float) -> None:
+        started.set()
+        release.wait(10)
+        real_read(self, files, budget_seconds)
+
+    monkeypatch.setattr(follow.RunIndex, "read", held_read)
+    index = LogdirIndex(str(fixtures / "tf2_summary"))
+    answers: dict[str, follow.RunIndex | None] = {}
+    first = threading.Thread(target=lambda: answers.update(first=index.run("train")))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: answers.update(second=index.run("train")))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive(), "the second request answered before the first read ended"
+    release.set()
+    first.join(10)
+    second.join(10)
+    run = answers["second"]
+    assert run is not None and sorted(run.series) == sorted(_load(fixtures / "tf2_summary"))

@@ -92,6 +92,15 @@ def test_the_report_opens_offline_with_sections_cards_keys_and_no_request(
     expect(page.locator("article.card:visible svg.panel.heatmap")).to_have_count(8)
     assert "view=heatmap" in page.url and "filter=" in page.url
     screenshot(page, "report_heatmap", full_page=False)
+    page.get_by_role("slider", name="First step of the range").focus()
+    page.keyboard.press("PageUp")  # a tenth of the 20 steps, twice
+    page.keyboard.press("PageUp")
+    expect(page.locator("#range-live")).to_have_text("Step range 4 to 19: 16 of 20 steps")
+    expect(page.locator("#range-from")).to_have_value("4")
+    steps = " ".join(str(step) for step in range(4, 20))
+    ranged = page.locator(f'article.card:visible svg.panel.heatmap[data-steps="{steps}"]')
+    expect(ranged).to_have_count(8)
+    assert "from=4" in page.url
     page.check('input[name="view"][value="steps"]')
     expect(page.locator("article.card:visible svg.panel path.median")).to_have_count(8)
     grid = page.locator('.overview-grid[data-section="params"]')

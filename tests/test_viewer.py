@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browser import AUDIO_PROBE, write_thousand_keys
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 import histoscope
 from histoscope import viewer
@@ -271,7 +271,8 @@ def test_appended_steps_and_new_runs_appear_without_reload(
     target.write_bytes(data[: len(data) // 3])  # cut inside a record, as a writer leaves it
     running = Server(logdir)
     try:
-        context = browser.new_context()
+        # tall enough that every card stays near the view (and drawn) once both runs show
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         page.goto(running.url)
         expect(page.locator("article.card svg.panel path.current")).to_have_count(3, timeout=15000)
@@ -444,6 +445,132 @@ def test_a_host_off_loopback_is_warned_about(logdir: Path) -> None:
         _, errors = process.communicate(timeout=10)
     assert "warning: serving on 0.0.0.0" in errors
     assert "visible on the network" in errors
+
+
+def test_the_page_comes_with_the_runs_listing_that_cannot_end_its_script(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    logdir = tmp_path / "logs"
+    shutil.copytree(fixtures / "tf2_summary" / "train", logdir / "</script><b>&x")
+    shutil.copytree(fixtures / "tf2_summary" / "validation", logdir / "validation")
+    running = Server(logdir)
+    try:
+        with urllib.request.urlopen(running.url, timeout=30) as answer:
+            page = answer.read().decode()
+        with urllib.request.urlopen(running.url + "api/runs", timeout=30) as answer:
+            listing = json.load(answer)
+    finally:
+        running.stop()
+    embedded = re.search(
+        r'<script type="application/json" id="histoscope-runs">(.*?)</script>', page, re.S
+    )
+    assert embedded is not None
+    assert "<" not in embedded.group(1) and "&" not in embedded.group(1)
+    assert json.loads(embedded.group(1)) == listing
+    assert listing["runs"] == ["</script><b>&x", "validation"]
+
+
+Point = tuple[float, float]
+
+
+def _drag(page: Page, target: Locator, start: Point, end: Point) -> None:
+    """A mouse drag between two points given as shares of ``target``'s width and height."""
+    box = target.bounding_box()
+    assert box is not None, f"{target} is not shown"
+    page.mouse.move(box["x"] + box["width"] * start[0], box["y"] + box["height"] * start[1])
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * end[0], box["y"] + box["height"] * end[1], steps=6)
+    page.mouse.up()
+
+
+def _range_is(page: Page, low: int | None, high: int | None) -> None:
+    """The inputs, the URL, the brush's thumbs and every drawn heatmap show steps low to high."""
+    expect(page.locator("#range-from")).to_have_value("" if low is None else str(low))
+    expect(page.locator("#range-to")).to_have_value("" if high is None else str(high))
+    thumbs = page.locator(".brush-thumb")
+    expect(thumbs.nth(0)).to_have_attribute("aria-valuenow", str(0 if low is None else low))
+    expect(thumbs.nth(1)).to_have_attribute("aria-valuenow", str(19 if high is None else high))
+    steps = range(0 if low is None else low, 20 if high is None else high + 1)
+    shown = " ".join(str(step) for step in steps)
+    for panel in page.locator("svg.panel.heatmap").all():
+        expect(panel).to_have_attribute("data-steps", shown)
+    fragment = page.url.split("#", 1)[1]
+    assert ("from=" + str(low) in fragment) if low is not None else "from=" not in fragment
+    assert ("to=" + str(high) in fragment) if high is not None else "&to=" not in fragment
+
+
+def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_url_in_step(
+    page: Page, browser: Browser, screenshot
+) -> None:
+    page.check('input[name="view"][value="heatmap"]')
+    expect(page.locator("svg.panel.heatmap")).to_have_count(6)
+    expect(page.locator('svg.panel.heatmap rect.chosen-row[data-step="19"]')).to_have_count(6)
+    low = page.get_by_role("slider", name="First step of the range")
+    high = page.get_by_role("slider", name="Last step of the range")
+    expect(low).to_have_attribute("aria-valuetext", "from step 0, 20 of 20 steps")
+    assert (low.get_attribute("aria-valuemin"), high.get_attribute("aria-valuemax")) == ("0", "19")
+    live = page.locator("#range-live")
+    # the keyboard: a logged step per arrow, a tenth of them per page, the far ends
+    low.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    _range_is(page, 3, None)
+    expect(live).to_have_text("Step range 3 to 19: 17 of 20 steps")
+    high.focus()
+    page.keyboard.press("PageDown")
+    _range_is(page, 3, 17)
+    assert high.get_attribute("aria-valuemin") == "3" and low.get_attribute("aria-valuemax") == "17"
+    expect(high).to_have_attribute("aria-valuetext", "to step 17, 15 of 20 steps")
+    page.keyboard.press("Home")  # the last step of the range goes no lower than the first
+    _range_is(page, 3, 3)
+    page.keyboard.press("Home")
+    expect(live).to_have_text("To step 3: the other end")
+    page.keyboard.press("End")
+    low.focus()
+    page.keyboard.press("Home")
+    _range_is(page, None, None)
+    expect(live).to_have_text("Step range 0 to 19: 20 of 20 steps, all")
+    # the mouse: a new range drawn on the track, then one end dragged
+    track = page.locator(".brush-track")
+    _drag(page, track, (5 / 19, 0.5), (10 / 19, 0.5))
+    _range_is(page, 5, 10)
+    _drag(page, track, (10 / 19, 0.5), (14 / 19, 0.5))  # the last step's thumb, further on
+    _range_is(page, 5, 14)
+    expect(live).to_have_text("Step range 5 to 14: 10 of 20 steps")
+    # a drag down a heatmap's rows (steps 5 to 14, a row each) chooses the rows dragged over
+    heatmap = page.locator("svg.panel.heatmap").first
+    top, rows = 18 / 200, (146 - 18) / 200  # the plot's top and height in the panel's units
+    _drag(page, heatmap, (0.5, top + rows * 2.5 / 10), (0.5, top + rows * 6.5 / 10))
+    _range_is(page, 7, 11)
+    expect(page.locator("article.card .chart").first).to_be_focused()  # as a click focuses it
+    # the chosen step (19, the last) is outside the range: no row is marked as if it were
+    expect(page.locator("svg.panel.heatmap rect.chosen-row")).to_have_count(0)
+    # typed steps move the thumbs
+    page.fill("#range-from", "8")
+    page.press("#range-from", "Enter")
+    _range_is(page, 8, 11)
+    # a drag along the bands' step axis (steps 8 to 11 across the plot)
+    page.check('input[name="view"][value="steps"]')
+    bands = page.locator('svg.panel[data-steps="8 9 10 11"]:has(path.median)')
+    expect(bands).to_have_count(6)
+    left, width = 46 / 400, (400 - 46 - 14) / 400
+    _drag(page, bands.first, (left + width * 0.9 / 3, 0.5), (left + width * 2.1 / 3, 0.5))
+    expect(page.locator("#range-from")).to_have_value("9")
+    expect(page.locator("#range-to")).to_have_value("10")
+    expect(page.locator("svg.panel:has(path.median)").first).to_have_attribute("data-steps", "9 10")
+    screenshot(page, "viewer_brush", full_page=False)
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
+    # the range is in the URL: a page opened from it has it in its inputs and thumbs
+    again = browser.new_page(viewport={"width": 1400, "height": 1000})
+    again.goto(page.url)
+    expect(again.locator("svg.panel[data-steps='9 10']")).to_have_count(6, timeout=15000)
+    expect(again.locator(".brush-thumb").nth(0)).to_have_attribute("aria-valuenow", "9")
+    expect(again.locator(".brush-thumb").nth(1)).to_have_attribute("aria-valuenow", "10")
+    again.close()
+    page.get_by_role("button", name="All steps").click()
+    page.check('input[name="view"][value="heatmap"]')
+    _range_is(page, None, None)
 
 
 @pytest.mark.parametrize("view", ["ridgeline", "overlay", "heatmap", "steps"])

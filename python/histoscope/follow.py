@@ -25,6 +25,7 @@ from . import _core
 
 __all__ = [
     "BASIS_POINTS",
+    "SEGMENT_BYTES",
     "LogdirIndex",
     "RunIndex",
     "SeriesIndex",
@@ -104,6 +105,8 @@ class RunIndex:
         self.name = name
         self.caught_up = False
         self.lock = threading.Lock()
+        #: Set once the first read has returned: until then the run has no histograms to show.
+        self.first_read = threading.Event()
         self._loader = _core.RunLoader(name)
 
     @property
@@ -134,8 +137,11 @@ class RunIndex:
         while the rest is read.
         """
         with self.lock:
-            self.caught_up = False
-            self.caught_up = self._loader.read(list(files), SEGMENT_BYTES, budget_seconds)
+            try:
+                self.caught_up = False
+                self.caught_up = self._loader.read(list(files), SEGMENT_BYTES, budget_seconds)
+            finally:
+                self.first_read.set()
 
     def buckets(self, tag: str, step: int) -> np.ndarray:
         """The ``(k, 3)`` buckets of ``tag`` at ``step``, read again from its file."""
@@ -188,6 +194,9 @@ class LogdirIndex:
             run.read(files, self.budget_seconds)
             if not run.caught_up:
                 self._catch_up_later(run, files)
+        # A request arriving while another (or the viewer's warm-up) makes the first read
+        # waits for it, rather than answering that the run has no histograms.
+        run.first_read.wait()
         return run
 
     def _catch_up_later(self, run: RunIndex, files: list[str]) -> None:

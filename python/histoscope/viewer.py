@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _core
 from ._resources import asset_text
-from .follow import BASIS_POINTS, LogdirIndex, RunIndex, SeriesView
+from .follow import BASIS_POINTS, SEGMENT_BYTES, LogdirIndex, RunIndex, SeriesView
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -39,7 +39,7 @@ __all__ = ["CSP", "allowed_hosts", "create_app", "overview_value", "serve"]
 SERIES_STEPS = 2000
 
 #: The ES modules of the page, in the order a single-file report concatenates them.
-MODULES = ("format.js", "draw.js", "keys.js", "overview.js", "app.js")
+MODULES = ("format.js", "draw.js", "keys.js", "overview.js", "brush.js", "app.js")
 
 _ASSETS = {
     "a11y.js": "text/javascript",
@@ -48,6 +48,16 @@ _ASSETS = {
     "viewer.css": "text/css",
     **{name: "text/javascript" for name in MODULES},
 }
+
+#: How many runs the page shows before the user picks (MAX_SHOWN in app.js): the viewer
+#: starts reading these as soon as it starts.
+FIRST_SHOWN = 12
+#: Runs of at most this many bytes are primed when the viewer starts: the core's run
+#: loader keeps eight segments decoded, so all of such a run stays cached.
+PRIMED_BYTES = 8 * SEGMENT_BYTES
+#: How long after the viewer starts it may prime: about the time a browser takes to load
+#: the page; later, priming would hold the run's loader while the page asks for its keys.
+PRIME_SECONDS = 0.5
 
 #: The most steps a card's ridgeline or heatmap draws; the rest are thinned as maidr thins.
 CARD_STEPS = 40
@@ -78,11 +88,11 @@ def create_app(logdir: str, *, refresh_seconds: float = 1.0, host: str = "127.0.
     from starlette.routing import Route
 
     index = LogdirIndex(os.fspath(logdir), refresh_seconds=refresh_seconds)
-    index.runs()
     layouts = _Layouts(os.fspath(logdir), refresh_seconds)
+    _warm_up(index, layouts)
     findings = _Findings(os.fspath(logdir))
     routes = [
-        Route("/", _page(logdir)),
+        Route("/", _page(logdir, index)),
         Route("/assets/{name}", _asset),
         Route("/favicon.ico", _no_icon),
         Route("/api/runs", _json(lambda request: _runs(index))),
@@ -201,6 +211,44 @@ class _BadRequest(Exception):
     """A query parameter that is missing or malformed: 400."""
 
 
+def _warm_up(index: LogdirIndex, layouts: _Layouts) -> None:
+    """Lists the runs, and starts reading those the page shows at first, with their
+    declarations, so that reading overlaps the browser loading the page and its modules
+    instead of waiting for the page's first requests."""
+    first = index.runs()[:FIRST_SHOWN]
+    if first:
+        threading.Thread(
+            target=_warm_runs, args=(index, layouts, first), name="histoscope-warm", daemon=True
+        ).start()
+
+
+def _warm_runs(index: LogdirIndex, layouts: _Layouts, names: list[str]) -> None:
+    """Reads the first segments of ``names`` side by side; then, of each run small enough
+    for the core to keep all its segments decoded, decodes those a card reads (the steps
+    of its first key a card thins to), so the page's first cards are answered from the
+    cache."""
+    deadline = time.monotonic() + PRIME_SECONDS
+    try:
+        declared = _READERS.submit(layouts.declared, names)
+        runs = [run for run in _READERS.map(index.run, names) if run is not None]
+        declared.result()
+        for run in runs:
+            while not run.caught_up and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not run.caught_up or sum(run.offsets.values()) > PRIMED_BYTES:
+                continue
+            series = run.series
+            if series:
+                tag = min(series)
+                view = series[tag].view
+                for position in _core.thin_indices(len(view.steps), CARD_STEPS):
+                    if time.monotonic() > deadline:
+                        return
+                    index.buckets(run, tag, view, int(position))
+    except Exception:  # noqa: BLE001 - the page's request meets the same error and reports it
+        return
+
+
 def _json(handler: Callable[[Request], Any]) -> Callable[[Request], Awaitable[Response]]:
     """A sync endpoint answering JSON, 404 for unknowns and 400 for malformed parameters.
 
@@ -239,22 +287,42 @@ def _encode(body: Any) -> bytes:
     return text.encode()
 
 
-def _page(logdir: str) -> Callable[[Request], Awaitable[Response]]:
+def _page(logdir: str, index: LogdirIndex) -> Callable[[Request], Awaitable[Response]]:
+    """The page, with the runs' listing in it: the page asks for the keys of its first runs
+    at once, one round trip sooner than if it asked for the listing first."""
+    from starlette.concurrency import run_in_threadpool
     from starlette.responses import HTMLResponse
 
     page = (
         asset_text("viewer.html")
         .replace("{title}", html.escape(f"histoscope: {os.path.abspath(logdir)}"))
-        .replace("{styles}", '<link rel="stylesheet" href="/assets/viewer.css">')
+        .replace(
+            "{styles}",
+            '<link rel="stylesheet" href="/assets/viewer.css">\n'
+            # Every module asked for at once, not a level of imports per round trip.
+            + "".join(
+                f'<link rel="modulepreload" href="/assets/{name}">\n'
+                for name in ("api.js", *MODULES)
+            ),
+        )
         .replace(
             "{scripts}",
+            '<script type="application/json" id="histoscope-runs">{runs}</script>\n'
             '<script src="/assets/a11y.js"></script>\n'
             '<script type="module" src="/assets/viewer.js"></script>',
         )
     )
 
+    before, after = page.rsplit("{runs}", 1)  # the last: a title may hold "{runs}" too
+
+    def listed() -> str:
+        # As JSON that cannot end the script element, whatever a run is called.
+        text = _encode(_runs(index)).decode()
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
     async def endpoint(request: Request) -> Response:
-        return HTMLResponse(page)
+        body = before + await run_in_threadpool(listed) + after
+        return HTMLResponse(body, headers={"Cache-Control": "no-store"})
 
     return endpoint
 

@@ -16,11 +16,24 @@ async function getJSON(path, params) {
   return response.json();
 }
 
+// The listing the page came with (see viewer._page), answered once instead of asking.
+function listedWithPage() {
+  const element = document.getElementById("histoscope-runs");
+  if (!element) return null;
+  element.remove();
+  return JSON.parse(element.textContent);
+}
+
 export function serverSource() {
+  let listed = listedWithPage();
   return {
     live: true,       // runs and steps grow: poll
     rawBuckets: true, // the exact buckets of a step can be asked for
-    runs: () => getJSON("/api/runs"),
+    runs: () => {
+      const answer = listed;
+      listed = null;
+      return answer ? Promise.resolve(answer) : getJSON("/api/runs");
+    },
     tags: (runs) => getJSON("/api/tags", { run: runs }),
     series: (tag, runs, since) => getJSON("/api/series", { tag, run: runs, since }),
     card: (tag, runs, options) => getJSON("/api/card", {

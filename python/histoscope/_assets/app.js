@@ -7,11 +7,12 @@ import { formatValue, runColour, placeKey, keyMatcher, readUrlState, writeUrlSta
 import { drawRidgeline, drawOverlay, drawHeatmap, drawBands } from "./draw.js";
 import { makeKeys } from "./keys.js";
 import { makeOverview, STAT_NAMES } from "./overview.js";
+import { makeBrush, brushChart } from "./brush.js";
 
 const a11y = window.histoscopeA11y;
 const POLL_MS = 2000;
 const MAX_SHOWN = 12; // runs shown at first; the rest can be shown from the list
-const NEAR = "600px 0px"; // cards this close to the viewport are drawn, farther ones released
+const NEAR_PX = 600; // cards this close to the viewport are drawn, farther ones released
 const LOADING_AT_ONCE = 4;
 const STATS = ["count", "min", "max", "mean", "std", "nonfinite"];
 const VIEWS = ["ridgeline", "overlay", "heatmap", "steps"];
@@ -36,6 +37,8 @@ export function start(source) {
   const slider = $("step-slider");
   const number = $("step-number");
   const alertsLive = a11y.speaker($("alerts-live"));
+  const rangeLive = a11y.speaker($("range-live"));
+  const brush = makeBrush($("range-brush"), (from, to) => setRange(from, to), rangeLive);
 
   // ---- runs ----------------------------------------------------------------------------
 
@@ -88,6 +91,7 @@ export function start(source) {
 
   // ---- sections and cards ----------------------------------------------------------------
 
+  let observed = () => {}; // called once the observer has reported where the cards are
   const observer = new IntersectionObserver((entries) => {
     for (const entry of entries) {
       const card = state.cards.get(entry.target.dataset.tag);
@@ -95,7 +99,8 @@ export function start(source) {
       if (entry.isIntersecting) mount(card);
       else unmount(card);
     }
-  }, { rootMargin: NEAR });
+    observed();
+  }, { rootMargin: NEAR_PX + "px 0px" });
 
   function placeholder(tag) {
     const node = document.createElement("article");
@@ -140,13 +145,14 @@ export function start(source) {
         card.chart.focus();
       }
     });
+    brushChart(card.chart, (svg) => [...card.geometry.values()].find((shape) => shape.svg === svg), chartRange);
     const raw = body.querySelector(".raw-button");
     if (source.rawBuckets) raw.addEventListener("click", () => showRaw(card));
     else raw.remove();
     card.mounted = true;
     card.node.classList.add("mounted");
     drawFindingsBadge(card);
-    load(card);
+    card.loaded = load(card);
   }
 
   function unmount(card) {
@@ -199,6 +205,25 @@ export function start(source) {
       return details;
     }));
     applyFilter();
+  }
+
+  // The cards in view are mounted at once, not on the observer's first report a frame or
+  // two later, so their data is asked for sooner; the observer mounts those near the view
+  // after them. Cards are in page order: the first one below the view ends the walk; hidden
+  // ones have no height. All are measured before any is mounted, so the page is laid out
+  // once, not once a card.
+  function mountInView() {
+    const seen = [];
+    walk: for (const section of state.sections) {
+      for (const tag of section.shown) {
+        const card = state.cards.get(tag);
+        const box = card.node.getBoundingClientRect();
+        if (!box.height) continue;
+        if (box.top > innerHeight) break walk;
+        if (box.bottom > 0) seen.push(card);
+      }
+    }
+    seen.forEach(mount);
   }
 
   function applyFilter() {
@@ -324,6 +349,7 @@ export function start(source) {
     }
     card.chart.replaceChildren(...panels);
     card.chart.dataset.view = state.view;
+    markOnce("histoscope:first-card");
     drawStats(card);
     if (card.node.contains(document.activeElement)) keys.drawCursor(card);
     keys.drawBraille(card);
@@ -424,6 +450,7 @@ export function start(source) {
     const last = steps.length ? steps[steps.length - 1] : null;
     if (state.step === null || state.following) state.step = last;
     syncControl();
+    brush.setSteps(steps);
   }
 
   function reloadMounted() {
@@ -446,16 +473,39 @@ export function start(source) {
     if (number.value !== "" && Number.isFinite(typed)) chooseStep(typed);
   });
 
+  // The step range, from the inputs, the brush or a drag across a chart: all of them, the
+  // URL and the drawn cards follow.
+  function setRange(from, to) {
+    state.from = from;
+    state.to = to;
+    $("range-from").value = from === null ? "" : String(from);
+    $("range-to").value = to === null ? "" : String(to);
+    brush.setRange(from, to);
+    remember();
+    return reloadMounted();
+  }
+
+  // A range dragged across a chart; an end at the first or last logged step is left open.
+  function chartRange(from, to) {
+    const steps = state.steps;
+    setRange(steps.length && from <= steps[0] ? null : from, steps.length && to >= steps[steps.length - 1] ? null : to);
+    rangeLive(brush.describe());
+  }
+
   for (const [id, key] of [["range-from", "from"], ["range-to", "to"]]) {
     const input = $(id);
     input.value = state[key] === null ? "" : String(state[key]);
     input.addEventListener("change", () => {
       const typed = input.value === "" ? null : Number(input.value);
-      state[key] = Number.isFinite(typed) ? typed : null;
-      remember();
-      reloadMounted();
+      const value = Number.isFinite(typed) ? typed : null;
+      setRange(key === "from" ? value : state.from, key === "to" ? value : state.to);
     });
   }
+  brush.setRange(state.from, state.to);
+  $("range-all").addEventListener("click", () => {
+    setRange(null, null);
+    rangeLive(brush.describe());
+  });
 
   for (const radio of document.querySelectorAll('input[name="view"]')) {
     radio.checked = radio.value === state.view;
@@ -568,9 +618,10 @@ export function start(source) {
   }
 
   async function poll(showChanged) {
-    const listing = await source.runs();
-    const added = listing.runs.filter((run) => !state.runs.includes(run));
     const first = state.runs.length === 0;
+    const listing = await source.runs();
+    markOnce("histoscope:runs");
+    const added = listing.runs.filter((run) => !state.runs.includes(run));
     for (const run of added) {
       if (first && fromUrl.runs) {
         if (fromUrl.runs.includes(run)) state.shown.add(run);
@@ -584,6 +635,7 @@ export function start(source) {
     }
     const runs = shownRuns();
     const tags = runs.length ? await source.tags(runs) : { tags: [], versions: {}, reading: [], layout: [], steps: [] };
+    markOnce("histoscope:tags");
     const changed = runs.filter((run) => JSON.stringify(state.versions[run]) !== JSON.stringify(tags.versions[run]));
     state.versions = Object.assign({}, state.versions, tags.versions);
     state.tagRuns = new Map(tags.tags.map((entry) => [entry.tag, entry.runs]));
@@ -591,6 +643,8 @@ export function start(source) {
     state.reading = tags.reading.length;
     const layoutKey = JSON.stringify(tags.layout);
     const newTags = names.some((tag) => !state.cards.has(tag)) || layoutKey !== state.layoutKey;
+    // Asked before the cards are placed, so the observer's report on them is not missed.
+    const reported = newTags ? nextReport() : Promise.resolve();
     if (newTags) {
       state.tags = [...new Set(state.tags.concat(names))].sort();
       state.layout = tags.layout;
@@ -605,7 +659,15 @@ export function start(source) {
       const runsOfCard = cardRuns(card);
       if (card.stale || showChanged || state.step !== before || runsOfCard.some((run) => changed.includes(run))) work.push(load(card));
     }
+    if (newTags) {
+      mountInView(); // after the steps are known: these cards load at the chosen step
+      markOnce("histoscope:cards-placed");
+    }
     await Promise.all(work);
+    // The overview of a thousand keys costs the server more than a card, and sits above
+    // the cards: it is asked for once the cards in view are drawn, not before them.
+    if (first) await firstCardsDrawn(reported);
+    document.body.dataset.step = String(state.step); // the step the drawn cards show
     // Findings wait for the second answer: diagnosing reads the whole log directory, and
     // the first cards should not queue behind it.
     if (changed.length || showChanged || first) await loadOverview(showChanged);
@@ -615,8 +677,30 @@ export function start(source) {
     }
     if (!runs.length) placeCards();
     describeStatus();
-    document.body.dataset.step = String(state.step);
     document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+  }
+
+  // The page's startup as User Timing marks, which benches/bench_viewer.py prints.
+  function markOnce(name) {
+    if (!performance.getEntriesByName(name, "mark").length) performance.mark(name);
+  }
+
+  // The observer's next report; in a background tab, where it waits for the page to be
+  // shown, a second.
+  function nextReport() {
+    return new Promise((resolve) => {
+      observed = () => {
+        observed = () => {};
+        resolve();
+      };
+      setTimeout(resolve, 1000);
+    });
+  }
+
+  // The cards near the view, once the observer has reported them, loaded and drawn.
+  async function firstCardsDrawn(reported) {
+    await reported;
+    await Promise.all([...state.cards.values()].filter((c) => c.mounted).map((c) => c.loaded));
   }
 
   let refreshing = null;

@@ -34,11 +34,13 @@ function anchorFor(x) {
   return "middle";
 }
 
-function valueAxis(svg, lo, hi, bottom, format) {
+// `whole`: ticks at whole numbers only, as steps are, so a range of a few steps is not
+// labelled 9, 9, 10, 10.
+function valueAxis(svg, lo, hi, bottom, format, whole) {
   const group = svgElement("g", { class: "axis", "aria-hidden": "true" }, svg);
   svgElement("line", { x1: PANEL.left, x2: PANEL.width - PANEL.right, y1: bottom, y2: bottom }, group);
   const x = (v) => PANEL.left + ((v - lo) / (hi - lo || 1)) * PLOT_WIDTH;
-  for (const v of niceTicks(lo, hi, 4)) {
+  for (const v of niceTicks(lo, hi, 4).filter((t) => !whole || Number.isInteger(t))) {
     svgElement("line", { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4 }, group);
     const label = svgElement("text", { x: x(v), y: bottom + 15, "text-anchor": anchorFor(x(v)), class: "tick" }, group);
     label.textContent = (format || formatValue)(v);
@@ -169,6 +171,7 @@ export function drawHeatmap(tag, edges, entry, view) {
   const svg = panel(entry.run, tag + ", " + entry.run + ", heatmap of " + steps.length +
     " steps by " + (edges.length - 1) + " value bins, colour for the count", height);
   svg.classList.add("heatmap");
+  svg.dataset.steps = steps.join(" ");
   const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
   const bins = edges.length - 1;
   if (rows.length) {
@@ -188,9 +191,13 @@ export function drawHeatmap(tag, edges, entry, view) {
     if (rows.length > 1) leftLabel(axis, bottom - plot / rows.length / 2, String(steps[steps.length - 1]));
     const title = svgElement("text", { x: 4, y: 12 }, axis);
     title.textContent = "step";
+    // The chosen step's row (the row at or before it, rows being thinned), only where the
+    // chosen step falls inside the range shown.
     const current = entry.current ? entry.current.step : null;
     let row = -1;
-    steps.forEach((s, i) => { if (current !== null && s <= current) row = i; });
+    if (current !== null && current <= steps[steps.length - 1]) {
+      steps.forEach((s, i) => { if (s <= current) row = i; });
+    }
     if (row >= 0) {
       svgElement("rect", { x: PANEL.left, y: PANEL.top + (row * plot) / rows.length, width: PLOT_WIDTH,
         height: plot / rows.length, class: "chosen-row", "data-step": String(steps[row]) }, svg);
@@ -203,6 +210,11 @@ export function drawHeatmap(tag, edges, entry, view) {
     svg, rows: steps,
     x: (i) => PANEL.left + ((i + 0.5) / bins) * PLOT_WIDTH,
     rowY: (r) => PANEL.top + (r + 0.5) * rowHeight,
+    // Steps run down the rows: a drag across them chooses a step range (see brush.js).
+    brush: steps.length > 1 && {
+      axis: "y", lo: PANEL.top, hi: bottom, across: [PANEL.left, PANEL.left + PLOT_WIDTH],
+      stepAt: (y) => steps[Math.max(0, Math.min(steps.length - 1, Math.floor((y - PANEL.top) / rowHeight)))],
+    },
   };
 }
 
@@ -249,10 +261,11 @@ export function drawBands(tag, series, view) {
   const first = steps.length ? steps[0] : 0, last = steps.length ? steps[steps.length - 1] : 0;
   const range = first === last ? [first - 0.5, last + 0.5] : [first, last];
   const svg = panel(series.run, tag + ", " + series.run + ", distribution over steps " + first + " to " + last, height);
+  svg.dataset.steps = steps.join(" ");
   const plot = bottom - PANEL.top;
   const x = (s) => PANEL.left + ((s - range[0]) / (range[1] - range[0])) * PLOT_WIDTH;
   const y = (v) => bottom - (((v === null ? lo : v) - lo) / (hi - lo)) * plot;
-  const axis = valueAxis(svg, range[0], range[1], bottom, (v) => String(Math.round(v)));
+  const axis = valueAxis(svg, range[0], range[1], bottom, String, true);
   for (const t of ticks) if (t >= lo && t <= hi) leftLabel(axis, y(t), formatValue(t));
   const title = svgElement("text", { x: 4, y: 12 }, axis);
   title.textContent = "value by step";
@@ -264,10 +277,19 @@ export function drawBands(tag, series, view) {
   let median = "";
   steps.forEach((step, i) => { median += (i ? "L" : "M") + x(step).toFixed(1) + "," + y(quantiles[i][4]).toFixed(1); });
   svgElement("path", { d: median, class: "median", stroke: fill }, svg);
-  if (view.step !== null) {
-    const at = x(Math.min(Math.max(view.step, range[0]), range[1]));
+  // The chosen step is marked where it falls inside the range shown.
+  if (view.step !== null && view.step >= range[0] && view.step <= range[1]) {
+    const at = x(view.step);
     svgElement("line", { x1: at, x2: at, y1: PANEL.top, y2: bottom, class: "marker" }, svg);
   }
   svg.dataset.step = String(view.step);
-  return { svg, x, y };
+  // Steps run across: a drag along them chooses a step range (see brush.js).
+  const stepAt = (px) => {
+    const value = range[0] + ((px - PANEL.left) / PLOT_WIDTH) * (range[1] - range[0]);
+    let best = steps[0];
+    for (const s of steps) if (Math.abs(s - value) < Math.abs(best - value)) best = s;
+    return best;
+  };
+  const brush = steps.length > 1 && { axis: "x", lo: PANEL.left, hi: PANEL.width - PANEL.right, across: [PANEL.top, bottom], stepAt };
+  return { svg, x, y, brush };
 }
