@@ -117,10 +117,20 @@ pub fn widen(value: f64) -> (f64, f64) {
 }
 
 /// The edges of `count` equal bins from `lo` to `hi`, as `numpy.linspace`
-/// computes them: `j * step + lo`, the last one `hi` exactly.
+/// computes them: `j * step + lo`, the last one `hi` exactly. Where the step
+/// underflows to 0 (a span of a few subnormals), `j / count * (hi - lo) + lo`,
+/// numpy's special case, so that the edges still climb to `hi`.
 pub fn uniform_edges(lo: f64, hi: f64, count: usize) -> Vec<f64> {
-    let step = (hi - lo) / count as f64;
-    let mut edges: Vec<f64> = (0..=count).map(|j| j as f64 * step + lo).collect();
+    let span = hi - lo;
+    let step = span / count as f64;
+    let edge = |j: usize| {
+        if step == 0.0 {
+            j as f64 / count as f64 * span + lo
+        } else {
+            j as f64 * step + lo
+        }
+    };
+    let mut edges: Vec<f64> = (0..=count).map(edge).collect();
     edges[count] = hi;
     edges
 }
@@ -128,6 +138,17 @@ pub fn uniform_edges(lo: f64, hi: f64, count: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_that_underflows_takes_numpys_special_case() {
+        // np.linspace(0.0, 5e-324, 4).tolist(): the step 5e-324 / 3 is 0.
+        let tiny = f64::from_bits(1);
+        assert_eq!(uniform_edges(0.0, tiny, 3), vec![0.0, 0.0, tiny, tiny]);
+        assert_eq!(
+            uniform_edges(-tiny, tiny, 5),
+            vec![-tiny, -tiny, 0.0, 0.0, tiny, tiny]
+        );
+    }
 
     #[test]
     fn uniform_edges_are_numpys_linspace() {

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -552,6 +552,7 @@ def test_the_bin_limit_is_the_cores() -> None:
 
 
 @given(st.floats(-1e300, 1e300), st.floats(0, 1e300), st.integers(1, MAX_BINS))
+@example(0.0, 5e-324, 3)  # a step that underflows to 0: numpy's special case
 def test_uniform_edges_are_numpys_linspace(lo: float, width: float, bins: int) -> None:
     hi = lo + width
     if not lo < hi:

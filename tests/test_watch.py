@@ -364,6 +364,25 @@ def test_the_batched_torch_kernels_equal_the_core(tensors, bins) -> None:
             )
 
 
+def test_a_span_of_a_few_subnormals_gets_numpys_edges_on_both_paths() -> None:
+    tiny = 5e-324  # the step of such a span underflows to 0; numpy then divides first
+    tensors = [
+        torch.tensor([0.0, tiny, tiny], dtype=torch.float64),
+        torch.tensor([-tiny, 0.0, tiny], dtype=torch.float64),
+        torch.randn(10, dtype=torch.float64),
+    ]
+    for bins in (3, 5):
+        for binned in (bin_tensors(tensors, bins), bin_tensors_with_torch(tensors, bins)):
+            for tensor, ours in zip(tensors, binned):
+                # np.histogram refuses such a span; its rule on np.linspace's edges:
+                # edges[j] <= x < edges[j + 1], the last bin closed.
+                values = tensor.numpy()
+                edges = np.linspace(values.min(), values.max(), bins + 1)
+                slots = np.searchsorted(edges[:-1], values, side="right") - 1
+                np.testing.assert_array_equal(ours.edges, edges)
+                np.testing.assert_array_equal(ours.counts, np.bincount(slots, minlength=bins))
+
+
 def test_the_batched_torch_kernels_split_large_batches(monkeypatch) -> None:
     from histoscope import _batched
 

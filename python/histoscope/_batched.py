@@ -144,8 +144,9 @@ def _bin_batch_with_torch(
     edges[:, -1] = hi
     flat_edges = edges.reshape(-1)
     base = seg * (bins + 1)
-    # A span too wide for float64 is reported below; a finite width keeps the indices in bounds.
-    width = torch.where(torch.isfinite(step), step, 1.0)
+    # A span too wide for float64 is reported below, and one of a few subnormals (a step
+    # of 0) is binned again by the core; a finite width keeps their indices in bounds.
+    width = torch.where(torch.isfinite(step) & (step > 0), step, 1.0)
     slot = torch.floor((xd - lo[seg]) / width[seg]).clamp_(0, bins - 1).to(torch.int64)
     # The division can land one bin off next to an edge; the edges decide, as in the core.
     slot -= (xd < flat_edges[base + slot]).to(torch.int64)
@@ -166,6 +167,10 @@ def _bin_batch_with_torch(
                 f"tensor {first_index + i}: its finite values span more than a float64 "
                 f"holds ({mn:g} to {mx:g}); bin it with a range"
             )
+        if width == 0:
+            # numpy's edges for a span whose step underflows: rare enough to bin on the host.
+            histograms.append(Histogram(tensors[i].detach().cpu(), bins=bins))
+            continue
         some = cnt > 0
         nan = float("nan")
         stat = (
