@@ -1,6 +1,6 @@
 //! The bins pass: each value's slot, then its count, in interleaved copies of the counts.
 
-use super::locate::{Binner, Grid};
+use super::locate::Binner;
 use super::passes::Weights;
 
 /// Interleaved copies of the counts, so that runs of values in the same bin
@@ -22,10 +22,10 @@ where
 {
     // The bins, then below, above and nonfinite.
     let slots = binner.last + 4;
-    match &binner.grid {
-        Some(grid) => tally_grid(chunk, start, to_f64, weights, slots, *grid),
+    match binner.grid {
+        Some(grid) => tally_with(chunk, start, to_f64, weights, slots, |x| grid.slot(x)),
         None => tally_with(chunk, start, to_f64, weights, slots, |x| {
-            binner.locate_search(x)
+            binner.locate_search(x) as u32
         }),
     }
     .finish()
@@ -34,35 +34,9 @@ where
 /// Values per block of slots computed before they are counted.
 pub(super) const BLOCK: usize = 512;
 
-/// Equal bins in two steps per block: the slots, in a loop without branches
-/// that vectorises, then the counting, which cannot.
-#[inline(always)]
-pub(super) fn tally_grid_kernel<T, F, W>(
-    chunk: &[T],
-    start: usize,
-    to_f64: F,
-    weights: W,
-    stride: usize,
-    grid: Grid,
-) -> Copies<W::Count>
-where
-    T: Copy,
-    F: Fn(T) -> f64,
-    W: Weights,
-{
-    let mut copies = Copies::new(stride);
-    let mut slots = [0u32; BLOCK];
-    for (b, block) in chunk.chunks(BLOCK).enumerate() {
-        let slots = &mut slots[..block.len()];
-        for (slot, &v) in slots.iter_mut().zip(block) {
-            *slot = grid.slot(to_f64(v));
-        }
-        copies.add(slots, start + b * BLOCK, weights);
-    }
-    copies
-}
-
-/// Any edges: each value's slot by binary search, then counted.
+/// Each block's slots, then their counting. With equal bins `locate` is
+/// arithmetic without branches and the slots' loop vectorises; with any
+/// other edges it is a binary search.
 #[inline(always)]
 pub(super) fn tally_kernel<T, F, W, L>(
     chunk: &[T],
@@ -76,27 +50,22 @@ where
     T: Copy,
     F: Fn(T) -> f64,
     W: Weights,
-    L: Fn(f64) -> usize,
+    L: Fn(f64) -> u32,
 {
     let mut copies = Copies::new(stride);
     let mut slots = [0u32; BLOCK];
     for (b, block) in chunk.chunks(BLOCK).enumerate() {
         let slots = &mut slots[..block.len()];
         for (slot, &v) in slots.iter_mut().zip(block) {
-            *slot = locate(to_f64(v)) as u32;
+            *slot = locate(to_f64(v));
         }
         copies.add(slots, start + b * BLOCK, weights);
     }
     copies
 }
 
-with_avx2!(tally_grid, tally_grid_avx2, tally_grid_kernel,
-    <T: Copy, F: Fn(T) -> f64, W: Weights>,
-    (chunk: &[T], start: usize, to_f64: F, weights: W, stride: usize, grid: Grid)
-        -> Copies<W::Count>);
-
 with_avx2!(tally_with, tally_avx2, tally_kernel,
-    <T: Copy, F: Fn(T) -> f64, W: Weights, L: Fn(f64) -> usize>,
+    <T: Copy, F: Fn(T) -> f64, W: Weights, L: Fn(f64) -> u32>,
     (chunk: &[T], start: usize, to_f64: F, weights: W, stride: usize, locate: L)
         -> Copies<W::Count>);
 
