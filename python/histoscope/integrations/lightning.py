@@ -15,8 +15,9 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback  # type: ignore[assignment,no-redef,import-not-found,unused-ignore]
 
-from ..run import Run, init
-from ..watch import Filter, Watch
+from ..run import Run
+from ..watch import Filter
+from ._watching import Watching
 
 if TYPE_CHECKING:
     import torch
@@ -50,43 +51,28 @@ class HistoscopeCallback(Callback):  # type: ignore[misc,unused-ignore]
         activations: bool = False,
     ) -> None:
         super().__init__()
-        self.run = run
-        self.project = project
-        self.options: dict[str, Any] = {
-            "log": log,
-            "filter": filter,
-            "bins": bins,
-            "activations": activations,
-        }
-        self.every = every
-        self._watch: Watch | None = None
-        self._owns_run = False
+        self._watching = Watching(
+            run, project, log=log, every=every, filter=filter, bins=bins, activations=activations
+        )
+
+    @property
+    def run(self) -> Run | None:
+        """The run logged to: the one given, or the one started for the fit (None until then)."""
+        return self._watching.run
 
     def setup(self, trainer: Any, pl_module: torch.nn.Module, stage: str) -> None:
-        if stage != "fit" or not trainer.is_global_zero or self._watch is not None:
+        if stage != "fit" or not trainer.is_global_zero or self._watching.watch is not None:
             return
-        if self.run is None:
-            dir = os.path.join(trainer.default_root_dir, "histoscope-logs")
-            self.run, self._owns_run = init(self.project, dir=dir), True
-        every = self.every if self.every is not None else max(1, trainer.log_every_n_steps)
-        self._watch = Watch(
-            self.run,
+        self._watching.start(
             pl_module,
-            every=every,
+            os.path.join(trainer.default_root_dir, "histoscope-logs"),
+            default_every=max(1, trainer.log_every_n_steps),
             step=lambda: trainer.global_step,
-            all_ranks=True,  # is_global_zero decided already
-            backward_hooks=False,
-            **self.options,
         )
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        if self._watch is not None and self._watch.due():
-            self._watch.capture()
+        self._watching.capture_if_due()
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        if stage != "fit" or self._watch is None:
-            return
-        self._watch.remove()
-        self._watch = None
-        if self._owns_run and self.run is not None:
-            self.run.finish()
+        if stage == "fit":
+            self._watching.stop()

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback  # type: ignore[import-not-found,unused-ignore]
 
-from ..run import Run, init
-from ..watch import Filter, Watch
+from ..run import Run
+from ..watch import Filter
+from ._watching import Watching
 
 if TYPE_CHECKING:
     import torch
@@ -49,17 +50,14 @@ class HistoscopeCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
         bins: int = 64,
         activations: bool = False,
     ) -> None:
-        self.run = run
-        self.project = project
-        self.options: dict[str, Any] = {
-            "log": log,
-            "filter": filter,
-            "bins": bins,
-            "activations": activations,
-        }
-        self.every = every
-        self._watch: Watch | None = None
-        self._owns_run = False
+        self._watching = Watching(
+            run, project, log=log, every=every, filter=filter, bins=bins, activations=activations
+        )
+
+    @property
+    def run(self) -> Run | None:
+        """The run logged to: the one given, or the one started for training (None until then)."""
+        return self._watching.run
 
     def on_train_begin(
         self,
@@ -69,30 +67,23 @@ class HistoscopeCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
         model: torch.nn.Module | None = None,
         **kwargs: Any,
     ) -> None:
-        if not state.is_world_process_zero or model is None or self._watch is not None:
+        if not state.is_world_process_zero or model is None or self._watching.watch is not None:
             return
-        if self.run is None:
-            dir = os.path.join(args.output_dir, "histoscope-logs")
-            self.run, self._owns_run = init(self.project, dir=dir), True
-        every = self.every if self.every is not None else _logging_steps(args)
-        self._watch = Watch(
-            self.run,
+        self._watching.start(
             model,
-            every=every,
+            os.path.join(args.output_dir, "histoscope-logs"),
+            default_every=_logging_steps(args),
             step=lambda: state.global_step + 1,
-            all_ranks=True,  # is_world_process_zero decided already
-            backward_hooks=False,
-            **self.options,
         )
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._watch is not None and self._watch.due():
-            self._watch.capture()
+        self._watching.capture_if_due()
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
     ) -> None:
-        if self._watch is None or self.run is None or not logs:
+        run = self._watching.run
+        if self._watching.watch is None or run is None or not logs:
             return
         numbers_only = {
             key: float(value)
@@ -100,15 +91,10 @@ class HistoscopeCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
             if isinstance(value, numbers.Real) and not isinstance(value, bool)
         }
         if numbers_only:
-            self.run.log(numbers_only, step=state.global_step)
+            run.log(numbers_only, step=state.global_step)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._watch is None:
-            return
-        self._watch.remove()
-        self._watch = None
-        if self._owns_run and self.run is not None:
-            self.run.finish()
+        self._watching.stop()
 
 
 def _logging_steps(args: Any) -> int:

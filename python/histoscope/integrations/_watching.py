@@ -1,0 +1,86 @@
+"""What the trainer callbacks share: the run (given or started) and a watch on the model.
+
+Example:
+    >>> import tempfile, torch
+    >>> options = dict(log="all", every=1, filter=None, bins=8, activations=False)
+    >>> watching = Watching(None, "demo", **options)
+    >>> watching.start(torch.nn.Linear(2, 1), tempfile.mkdtemp(), default_every=1, step=lambda: 0)
+    >>> watching.capture_if_due()
+    >>> watching.stop()
+    >>> watching.run.backlog.unwritten
+    0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..run import Run, init
+from ..watch import Filter, Watch
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["Watching"]
+
+
+class Watching:
+    """A callback's run and watch: the trainer says when training starts and
+    ends, and when an optimizer step is about to be taken."""
+
+    def __init__(
+        self,
+        run: Run | None,
+        project: str,
+        *,
+        log: str,
+        every: int | None,
+        filter: Filter,
+        bins: int,
+        activations: bool,
+    ) -> None:
+        self.run = run
+        self.project = project
+        self.every = every
+        self.options: dict[str, Any] = {
+            "log": log,
+            "filter": filter,
+            "bins": bins,
+            "activations": activations,
+        }
+        self.watch: Watch | None = None
+        self.owns_run = False
+
+    def start(
+        self, model: torch.nn.Module, dir: str, *, default_every: int, step: Callable[[], int]
+    ) -> None:
+        """Watches ``model``, in a run of its own in ``dir`` when none was given.
+
+        Only the trainer's main process calls this: the watch logs on every rank it is on.
+        """
+        if self.run is None:
+            self.run, self.owns_run = init(self.project, dir=dir), True
+        self.watch = Watch(
+            self.run,
+            model,
+            every=self.every if self.every is not None else default_every,
+            step=step,
+            all_ranks=True,
+            backward_hooks=False,
+            **self.options,
+        )
+
+    def capture_if_due(self) -> None:
+        """Captures the model if this is a logging step: just before an optimizer step."""
+        if self.watch is not None and self.watch.due():
+            self.watch.capture()
+
+    def stop(self) -> None:
+        """Takes the watch off, and finishes the run if it was started here."""
+        if self.watch is None:
+            return
+        self.watch.remove()
+        self.watch = None
+        if self.owns_run and self.run is not None:
+            self.run.finish()
