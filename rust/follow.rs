@@ -237,8 +237,7 @@ fn finish(
 mod tests {
     use super::*;
     use crate::proto::{
-        Event, HistogramProto, PluginData, SessionLog, Summary, SummaryMetadata, SummaryValue,
-        TensorProto, SESSION_START,
+        Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue, TensorProto,
     };
     use crate::tf_record::frame;
     use prost::Message;
@@ -301,17 +300,6 @@ mod tests {
                 .map(|&size| crate::proto::Dim { size })
                 .collect(),
         }
-    }
-
-    fn start_event(step: i64) -> Vec<u8> {
-        let event = Event {
-            step,
-            session_log: Some(SessionLog {
-                status: SESSION_START,
-            }),
-            ..Default::default()
-        };
-        frame(&event.encode_to_vec())
     }
 
     fn temp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
@@ -401,7 +389,7 @@ mod tests {
             legacy_event("h", 0),
             legacy_event("h", 1),
             legacy_event("h", 2),
-            start_event(1),
+            frame(&Event::session_start(1).encode_to_vec()),
             legacy_event("h", 1),
         ]
         .concat();
@@ -435,7 +423,12 @@ mod tests {
 
     #[test]
     fn the_index_keeps_each_steps_percentiles_and_statistics() {
-        let bytes = [legacy_event("h", 1), start_event(2), legacy_event("h", 2)].concat();
+        let bytes = [
+            legacy_event("h", 1),
+            frame(&Event::session_start(2).encode_to_vec()),
+            legacy_event("h", 2),
+        ]
+        .concat();
         let path = temp_file("index", &bytes);
         let mut plugins = HashMap::new();
         let index = index_segment("r", &path, 0, 1 << 20, &mut plugins);

@@ -273,7 +273,7 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{Event, HistogramProto, SessionLog, Summary, SummaryValue, SESSION_START};
+    use crate::proto::{Event, HistogramProto, Summary, SummaryValue};
     use crate::tf_record::frame;
     use prost::Message;
 
@@ -295,17 +295,6 @@ mod tests {
             step,
             wall_time: step as f64,
             summary: Some(Summary { value: vec![value] }),
-            ..Default::default()
-        };
-        frame(&event.encode_to_vec())
-    }
-
-    fn start_event(step: i64) -> Vec<u8> {
-        let event = Event {
-            step,
-            session_log: Some(SessionLog {
-                status: SESSION_START,
-            }),
             ..Default::default()
         };
         frame(&event.encode_to_vec())
@@ -343,7 +332,11 @@ mod tests {
             vec![0, 1, 2, 3]
         );
         assert_eq!(shared.lock().unwrap().tag("h").unwrap().generation, 0);
-        let bytes = [start_event(2), legacy_event(2, 5.0)].concat();
+        let bytes = [
+            frame(&Event::session_start(2).encode_to_vec()),
+            legacy_event(2, 5.0),
+        ]
+        .concat();
         fs::write(&second, bytes).unwrap();
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
         let mut run = shared.into_inner().unwrap();
