@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -111,15 +113,24 @@ def write_keys(logdir: Path, keys: int = 1000, steps: int = 20) -> None:
                     run.add_histogram(f"grads/layer{layer:03d}", values * 1e-3, step=step, bins=20)
 
 
-def measure_keys(logdir: Path, browser) -> dict[str, Any]:
-    """First card, most page elements and longest task while scrolling every card, report size."""
+@contextmanager
+def serving(logdir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`histoscope view` of ``logdir`` on a free port, and the URL it prints; stopped on exit."""
     server = subprocess.Popen(
         [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        url = re.search(r"http://\S+/", server.stdout.readline()).group(0)
+        yield server, re.search(r"http://\S+/", server.stdout.readline()).group(0)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def measure_keys(logdir: Path, browser) -> dict[str, Any]:
+    """First card, most page elements and longest task while scrolling every card, report size."""
+    with serving(logdir) as (server, url):
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.add_init_script(LONG_TASKS)
         context.add_init_script(first_drawn(OUR_CARD))
@@ -141,9 +152,6 @@ def measure_keys(logdir: Path, browser) -> dict[str, Any]:
         long_tasks = page.evaluate("window.__longtasks")
         drawn = page.locator("article.card.mounted").count()
         context.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     report = logdir.parent / "report.html"
     began = time.perf_counter()
     subprocess.run(
@@ -263,13 +271,7 @@ def peak_rss(pid: int) -> int:
 def measure(logdir: Path, browser) -> dict[str, float]:
     """Seconds to the first page and card from the server's start, and its peak memory."""
     started = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = re.search(r"http://\S+/", server.stdout.readline()).group(0)
+    with serving(logdir) as (server, url):
         with urllib.request.urlopen(url, timeout=30) as response:
             response.read()
         first_page = time.perf_counter() - started
@@ -294,9 +296,6 @@ def measure(logdir: Path, browser) -> dict[str, float]:
             "card_memory": card_memory,
             "memory": peak_rss(server.pid),
         }
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def report(name: str, logdir: Path, result: dict[str, float]) -> bool:
