@@ -27,20 +27,18 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
         "(or `maturin develop`) from a source checkout, which builds it with Rust"
     ) from error
 
-from .chart import TensorBoardChart
 from .diagnose import Finding, diagnose
-from .histogram import Histogram
-from .html import render, save_html, show
-from .reader import (
-    DamagedFileWarning,
+from .errors import DamagedFileWarning, HistoscopeWarning
+from .log import Histogram, Run, finish, init, log, watch
+from .read import (
     HistogramSeries,
-    HistoscopeWarning,
+    TensorBoardChart,
     load_histograms,
     read_tensorboard_histograms,
+    to_arrow,
+    to_pandas,
 )
-from .run import Run, finish, init, log
-from .tidy import to_arrow, to_pandas
-from .watch import watch
+from .view import render, save_html, show
 
 __all__ = [
     "DamagedFileWarning",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from . import __version__, _core
-from .reader import _check_logdir
+from .read.reader import _check_logdir
 
 __all__ = ["main"]
 
@@ -53,7 +53,7 @@ def _s(count: int) -> str:
 
 def _export(args: argparse.Namespace) -> int:
     """Streams the histograms of the log directories into a Parquet file."""
-    from .export import export_parquet, print_summary
+    from .read.export import export_parquet, print_summary
 
     logdirs = args.logdir[0] if len(args.logdir) == 1 else args.logdir
     summary = export_parquet(
@@ -105,7 +105,7 @@ def _add_export(commands: argparse._SubParsersAction) -> None:
 
 def _view(args: argparse.Namespace) -> int:
     """Serves the viewer of a log directory until interrupted."""
-    from .viewer import serve
+    from .view.viewer import serve
 
     try:
         serve(args.logdir, host=args.host, port=args.port)
@@ -133,7 +133,7 @@ def _add_view(commands: argparse._SubParsersAction) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     """Writes the offline HTML report of a log directory."""
-    from .report import write_report
+    from .view.report import write_report
 
     path = write_report(args.logdir, args.output, max_steps=args.max_steps)
     size = path.stat().st_size

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..run import Run, init
-from ..watch import Filter, Watch
+from ..log.run import Run, init
+from ..log.watch import Filter, Watch
 
 if TYPE_CHECKING:
     import torch

@@ -15,8 +15,8 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback  # type: ignore[assignment,no-redef,import-not-found,unused-ignore]
 
-from ..run import Run
-from ..watch import Filter
+from ..log.run import Run
+from ..log.watch import Filter
 from ._watching import Watching
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback  # type: ignore[import-not-found,unused-ignore]
 
-from ..run import Run
-from ..watch import Filter
+from ..log.run import Run
+from ..log.watch import Filter
 from ._watching import Watching
 
 if TYPE_CHECKING:

@@ -25,9 +25,9 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Union
 
-from ._batched import bin_tensors
+from .batched import bin_tensors
 from .histogram import MAX_BINS, Histogram
-from .reader import HistoscopeWarning
+from ..errors import HistoscopeWarning
 
 if TYPE_CHECKING:
     import torch

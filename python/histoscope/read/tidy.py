@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from . import _core
+from .. import _core
 from .series import HistogramSeries
 
 if TYPE_CHECKING:

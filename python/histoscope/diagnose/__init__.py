@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from . import _core
-from .reader import HistogramSeries, _names, _warn_reports, load_histograms
-from .storage import resolve_logdirs
+from .. import _core
+from ..read.reader import HistogramSeries, _names, _warn_reports, load_histograms
+from ..read.storage import resolve_logdirs
 
 __all__ = ["KINDS", "ROLES", "SEVERITIES", "Finding", "diagnose"]
 

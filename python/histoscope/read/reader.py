@@ -8,29 +8,20 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar, Union
 
-from . import _core
+from .. import _core
+from ..errors import DamagedFileWarning, HistoscopeWarning, NotFoundWarning
 from .chart import TensorBoardChart
 from .series import HistogramSeries
 from .storage import LogdirRef, _text_path, find_runs, read_runs, resolve_logdirs
 
 __all__ = [
-    "DamagedFileWarning",
     "HistogramSeries",
-    "HistoscopeWarning",
     "load_histograms",
     "read_tensorboard_histograms",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
 Logdirs = Union[PathLike, Sequence[PathLike]]
-
-
-class HistoscopeWarning(UserWarning):
-    """Something asked for was not there, or some data could not be used."""
-
-
-class DamagedFileWarning(HistoscopeWarning):
-    """Part of an events file was damaged and skipped; the message gives the byte offsets."""
 
 
 def load_histograms(

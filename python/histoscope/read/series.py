@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
+from .. import _core
 
 if TYPE_CHECKING:
     import pandas

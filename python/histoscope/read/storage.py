@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from . import _core
+from .. import _core
 
 __all__ = ["CHUNK_BYTES", "EventFileRef", "LogdirRef", "RunRef", "find_runs", "resolve_logdirs"]
 

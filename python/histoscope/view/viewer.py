@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 import numpy as np
 
-from . import _core
-from ._resources import asset_text
+from .. import _core
+from .page import MODULES, asset_text
 from .follow import BASIS_POINTS, SEGMENT_BYTES, LogdirIndex, RunIndex, SeriesView
 
 if TYPE_CHECKING:
@@ -37,9 +37,6 @@ __all__ = ["CSP", "allowed_hosts", "create_app", "overview_value", "serve"]
 
 #: The most steps of one run one series answer holds; the page asks again for the rest.
 SERIES_STEPS = 2000
-
-#: The ES modules of the page, in the order a single-file report concatenates them.
-MODULES = ("format.js", "draw.js", "keys.js", "overview.js", "brush.js", "app.js")
 
 _ASSETS = {
     "a11y.js": "text/javascript",
@@ -541,7 +538,7 @@ class _Findings:
         self._lock = threading.Lock()
 
     def answer(self) -> dict[str, Any]:
-        from .diagnose import diagnose
+        from ..diagnose import diagnose
 
         with self._lock:
             if time.monotonic() - self._at > FINDINGS_SECONDS:

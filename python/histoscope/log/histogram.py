@@ -16,8 +16,9 @@ from typing import Any, Union
 
 import numpy as np
 
-from . import _core, _torch
-from ._snapshot import Prepared, SnapshotPool, prepare_values
+from .. import _core
+from . import _torch
+from .snapshot import Prepared, SnapshotPool, prepare_values
 
 __all__ = [
     "MAX_BINS",

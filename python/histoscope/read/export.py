@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TextIO
 
-from . import _core
+from .. import _core
 from .reader import Logdirs, _names
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
 from .tidy import STAT_COLUMNS, schema, table_of_records

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 if TYPE_CHECKING:
     import torch

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
+from .. import _core
 
 __all__ = ["TensorBoardChart"]
 
@@ -143,7 +143,7 @@ class TensorBoardChart:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the chart as its accessible page (see `histoscope.html`)."""
-        from .html import _notebook_html
+        from ..view.html import _notebook_html
 
         return _notebook_html(self)
 

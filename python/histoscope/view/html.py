@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._resources import asset_text
+from .page import asset_text
 
 if TYPE_CHECKING:
-    from .chart import TensorBoardChart
-    from .diagnose import Finding
+    from ..read.chart import TensorBoardChart
+    from ..diagnose import Finding
 
 __all__ = ["render", "save_html", "show"]
 
@@ -171,7 +171,7 @@ def _notebook_html(chart: TensorBoardChart, findings: Iterable[Finding] | None =
 
 
 def _check(chart: Any) -> None:
-    from .chart import TensorBoardChart
+    from ..read.chart import TensorBoardChart
 
     if not isinstance(chart, TensorBoardChart):
         raise TypeError(f"chart must be a TensorBoardChart, got {type(chart).__name__}")
@@ -441,7 +441,7 @@ def _describe(chart: TensorBoardChart, labels: Sequence[str]) -> str:
 
 def _findings_text(chart: TensorBoardChart, findings: Iterable[Finding] | None) -> str:
     """Sentences for the findings about this chart's run and tag, most severe first."""
-    from .diagnose import SEVERITIES
+    from ..diagnose import SEVERITIES
 
     mine = [f for f in findings or () if f.run == chart.run and f.key == chart.tag]
     if not mine:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _core
+from .. import _core
 from .histogram import Histogram
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import _core
+from .. import _core
 from .histogram import (
     Histogram,
     SnapshotPool,
@@ -41,7 +41,7 @@ from .histogram import (
     check_range,
     prepare_weights,
 )
-from .reader import HistoscopeWarning
+from ..errors import HistoscopeWarning
 
 if TYPE_CHECKING:
     import torch

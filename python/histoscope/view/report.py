@@ -23,10 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
-from ._resources import asset_text
-from .reader import HistogramSeries, load_histograms
-from .viewer import MODULES
+from .. import _core
+from ..read.reader import HistogramSeries, load_histograms
+from .page import MODULES, asset_text, bundle
 
 __all__ = ["build_report", "bundle", "write_report"]
 
@@ -41,8 +40,6 @@ _CSP = (
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
 _STATS = ("count", "min", "max", "mean", "std", "nonfinite")
-_IMPORT = re.compile(r'^import \{([^}]*)\} from "\./(\w+)\.js";[ \t]*$', re.M)
-_EXPORT = re.compile(r"^export (?:async )?(?:function|const|let|class) (\w+)", re.M)
 
 
 def write_report(
@@ -100,31 +97,6 @@ def build_report(
         )
         .replace("Loading runs…", "Unpacking the report…")
     )
-
-
-def bundle(names: list[str]) -> str:
-    """The ES modules ``names`` (in dependency order) as one script, each in its own scope.
-
-    A module's ``import {a, b} from "./m.js"`` becomes a read of module ``m``'s
-    exports, so the page needs no loader and works from ``file://``, where
-    browsers refuse to import one file from another.
-
-    Example:
-        >>> script = bundle(["format.js"])
-        >>> script.startswith("const __format = (() => {"), "export function" in script
-        (True, False)
-    """
-    parts = []
-    for name in names:
-        text = asset_text(name)
-        stem = name.removesuffix(".js")
-        exported = _EXPORT.findall(text)
-        body = _IMPORT.sub(lambda m: f"const {{{m.group(1)}}} = __{m.group(2)};", text)
-        body = re.sub(r"^export ", "", body, flags=re.M)
-        parts.append(
-            f"const __{stem} = (() => {{\n{body}\nreturn {{ {', '.join(exported)} }};\n}})();"
-        )
-    return "\n".join(parts)
 
 
 def _data(
@@ -190,7 +162,7 @@ def _layout(logdir: str) -> list[dict[str, Any]]:
 
 
 def _findings(loaded: dict[str, dict[str, HistogramSeries]]) -> list[dict[str, Any]]:
-    from .diagnose import diagnose
+    from ..diagnose import diagnose
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

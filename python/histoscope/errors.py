@@ -1,0 +1,68 @@
+"""Every warning and error histoscope raises of its own, in one place.
+
+Each warning is a `HistoscopeWarning` and each error a `HistoscopeError`, so one
+filter or one ``except`` catches them all. Bad arguments raise the exception a
+Python user expects (`ValueError`, `TypeError`, `FileNotFoundError`); those are
+not wrapped.
+
+Example:
+    >>> import warnings
+    >>> from histoscope.errors import DamagedFileWarning, HistoscopeWarning
+    >>> issubclass(DamagedFileWarning, HistoscopeWarning)
+    True
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("a record was cut short", DamagedFileWarning)
+    >>> caught[0].category.__name__
+    'DamagedFileWarning'
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DamagedFileWarning",
+    "DroppedHistogramWarning",
+    "HistoscopeError",
+    "HistoscopeWarning",
+    "NotFoundWarning",
+    "RequestError",
+    "RequestNotFoundError",
+    "UnloggedWarning",
+    "UnwrittenWarning",
+]
+
+
+class HistoscopeWarning(UserWarning):
+    """Something asked for was not there, or some data could not be used."""
+
+
+class DamagedFileWarning(HistoscopeWarning):
+    """Part of an events file was damaged and skipped; the message gives the byte offsets."""
+
+
+class NotFoundWarning(HistoscopeWarning):
+    """A run or histogram tag that was asked for is not in the log directory."""
+
+
+class UnloggedWarning(HistoscopeWarning):
+    """A value `Run.log` or `watch` was handed could not be logged; said once per cause."""
+
+
+class DroppedHistogramWarning(HistoscopeWarning):
+    """``on_full="drop"``: histograms were dropped while the writer was behind."""
+
+
+class UnwrittenWarning(HistoscopeWarning):
+    """`Run.finish` ran out of time, or the writer stopped, before everything was written."""
+
+
+class HistoscopeError(Exception):
+    """An error of histoscope's own (argument errors are Python's own classes)."""
+
+
+class RequestError(HistoscopeError):
+    """A viewer request whose query is missing or malformed: HTTP 400."""
+
+
+class RequestNotFoundError(RequestError):
+    """A viewer request for a run or tag that does not exist: HTTP 404."""

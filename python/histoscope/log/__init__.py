@@ -1,0 +1,20 @@
+"""Logging: runs, histograms and whole-model capture, written as TensorBoard events files.
+
+`Run` (from `init`) checks arguments and snapshots values on the caller's
+thread; a writer thread bins and writes them through the core. `watch`
+captures a PyTorch model's parameters, gradients and activations in one
+batched binning per step.
+
+Example:
+    >>> from histoscope.log import Histogram
+    >>> Histogram([0.0, 1.0, 2.0], bins=2).counts.tolist()
+    [1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from .histogram import Histogram
+from .run import Run, finish, init, log
+from .watch import watch
+
+__all__ = ["Histogram", "Run", "finish", "init", "log", "watch"]
