@@ -1,34 +1,17 @@
 //! histoscope's core: TensorBoard events files read fast and exactly, histograms rebinned.
 //!
 //! Plain Rust with no Python in it; the bindings live in `py` and only convert.
+//! The folders follow the data: `read` (events files to histogram entries),
+//! `histograms` (buckets, statistics and series), `bins` (the rules for bins:
+//! binning values, rebinning, charts), `logdir` (runs found, read, merged and
+//! followed), `diagnose` (findings), `write` (events files written).
 
-pub mod binning;
-pub mod binning_batch;
-pub mod chart;
-pub mod compressor;
-pub mod data_compat;
+pub mod bins;
 pub mod diagnose;
-pub mod edges;
-pub mod event_file;
-pub mod event_stream;
-pub mod event_writer;
-pub mod float16;
-pub mod follow;
-pub mod huge_pages;
-pub mod layout;
+pub mod histograms;
 pub mod logdir;
-pub mod masked_crc;
-pub mod plan;
-pub mod proto;
-pub mod proto_view;
-pub mod rebin;
-pub mod report;
-pub mod run_loader;
-pub mod series;
-pub mod stats;
-pub mod tf_record;
-pub mod thin;
-pub mod wire;
+pub mod read;
+pub mod write;
 
 #[cfg(feature = "python")]
 mod py;

@@ -5,7 +5,7 @@
 //! mean and std); TF2 and Keras keep only buckets, so everything is also
 //! derived from the buckets.
 
-use crate::data_compat::Stats;
+use crate::histograms::stats::Stats;
 
 /// The ends of a bounded range: the last 5% of its width at each side, where
 /// tanh's slope is below a fifth of its peak (|x| ≥ 0.9) and so is sigmoid's

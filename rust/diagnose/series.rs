@@ -1,7 +1,7 @@
 //! One series as the rules read it: borrowed from a loaded log directory or from arrays.
 
-use crate::data_compat::Stats;
-use crate::series::Series;
+use crate::histograms::series::Series;
+use crate::histograms::stats::Stats;
 
 use super::DiagnoseError;
 

@@ -1,8 +1,8 @@
 //! The rules on series built in the test, one behaviour each.
 
 use super::*;
-use crate::data_compat::Stats;
-use crate::series::Series;
+use crate::histograms::series::Series;
+use crate::histograms::stats::Stats;
 
 /// A series of `steps.len()` steps, each a normal-like spread of `scale`
 /// (two point buckets at ±scale) and no stored stats.

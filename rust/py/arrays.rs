@@ -6,7 +6,7 @@ use numpy::{Element, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::binning::Values;
+use crate::bins::binning::Values;
 
 /// The dtypes binned in place; float16 and bfloat16 come as uint16 bits.
 #[derive(FromPyObject)]

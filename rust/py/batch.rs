@@ -8,14 +8,14 @@ use pyo3::prelude::*;
 
 use super::check_bins;
 use super::records::{ChartsRecord, LogdirRecord, MergedRecord, RunFilesRecord};
-use crate::chart::charts;
-use crate::event_file::{read_event_file, FileContents};
-use crate::event_stream::{EventStream as CoreStream, StreamError};
-use crate::logdir::{
+use crate::bins::chart::charts;
+use crate::logdir::load::{
     discover_runs as discover, group_listing, load_logdir, load_logdirs, merge_run, qualified_runs,
     Logdir, LogdirError, RunFiles, Selection,
 };
-use crate::plan::{keep_entries, plan_run, RunPlan as CorePlan, Skeleton};
+use crate::logdir::plan::{keep_entries, plan_run, RunPlan as CorePlan, Skeleton};
+use crate::read::event_file::{read_event_file, FileContents};
+use crate::read::event_stream::{EventStream as CoreStream, StreamError};
 
 impl From<StreamError> for PyErr {
     fn from(e: StreamError) -> PyErr {

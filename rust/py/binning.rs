@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 
 use super::arrays::{c_order, data, Array};
 use super::records::BinnedHistogram;
-use crate::binning::{histogram as bin, BinningError, Bins};
-use crate::edges::{self, EdgesError, MAX_BINS};
+use crate::bins::binning::{histogram as bin, BinningError, Bins};
+use crate::bins::edges::{self, EdgesError, MAX_BINS};
 
 impl From<BinningError> for PyErr {
     fn from(e: BinningError) -> PyErr {

@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 
 use super::arrays::{data, Array, Data};
 use super::records::BinnedHistogram;
-use crate::binning::{Bins, Values};
-use crate::binning_batch::{histograms as bin_all, BatchError};
+use crate::bins::binning::batch::{histograms as bin_all, BatchError};
+use crate::bins::binning::{Bins, Values};
 
 impl From<BatchError> for PyErr {
     fn from(e: BatchError) -> PyErr {

@@ -7,11 +7,11 @@ use pyo3::prelude::*;
 use super::batch::Logdirs;
 use super::records::{FileReportRecord, SeriesRecord};
 use super::selection;
-use crate::data_compat::Stats;
 use crate::diagnose::{
     diagnose, profile, DiagnoseError, Finding, Options, SeriesView, StepBuckets,
 };
-use crate::logdir::LogdirError;
+use crate::histograms::stats::Stats;
+use crate::logdir::load::LogdirError;
 
 impl From<DiagnoseError> for PyErr {
     fn from(e: DiagnoseError) -> PyErr {

@@ -9,8 +9,8 @@ use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::prelude::*;
 
 use super::records::{matrix, stats_matrix};
-use crate::compressor::BASIS_POINTS;
-use crate::run_loader::{read, Progress, RunLoader as CoreLoader, TagIndex};
+use crate::bins::compressor::BASIS_POINTS;
+use crate::logdir::run_loader::{read, Progress, RunLoader as CoreLoader, TagIndex};
 
 /// Rows of one tag's index: per step, in step order, no buckets.
 #[pyclass(frozen, get_all, module = "histoscope._core")]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 
-use crate::layout::{read_layout as read, LayoutError, MetricLayout};
+use crate::read::metric_layout::{read_layout as read, LayoutError, MetricLayout};
 
 impl From<LayoutError> for PyErr {
     fn from(e: LayoutError) -> PyErr {

@@ -6,12 +6,12 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::chart::charts;
-use crate::data_compat::Stats;
-use crate::edges::check_bin_count;
-use crate::logdir::{LogdirError, Selection};
-use crate::rebin::rebin;
-use crate::thin::thin_indices;
+use crate::bins::chart::charts;
+use crate::bins::edges::check_bin_count;
+use crate::bins::rebin::rebin;
+use crate::bins::thin::thin_indices;
+use crate::histograms::stats::Stats;
+use crate::logdir::load::{LogdirError, Selection};
 use records::{ChartsRecord, LogdirRecord, RebinRecord};
 
 mod arrays;

@@ -6,13 +6,13 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMetho
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::binning::Histogram;
-use crate::chart::Chart;
-use crate::data_compat::Stats;
-use crate::logdir::{Logdir, MergedRun, RunFiles};
-use crate::rebin::Rebinned;
-use crate::report::FileReport;
-use crate::series::{check_series_layout, Series};
+use crate::bins::binning::Histogram;
+use crate::bins::chart::Chart;
+use crate::bins::rebin::Rebinned;
+use crate::histograms::series::{check_series_layout, Series};
+use crate::histograms::stats::Stats;
+use crate::logdir::load::{Logdir, MergedRun, RunFiles};
+use crate::read::report::FileReport;
 
 type Array1<T> = Py<PyArray1<T>>;
 type Array2 = Py<PyArray2<f64>>;

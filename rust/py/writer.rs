@@ -7,11 +7,11 @@ use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::data_compat::Stats;
-use crate::event_writer::{
+use crate::histograms::stats::Stats;
+use crate::read::metric_layout::MetricLayout;
+use crate::write::event_writer::{
     histogram_event, layout_event, scalar_event, EventWriter, HistogramRecord, WriteError,
 };
-use crate::layout::MetricLayout;
 
 impl From<WriteError> for PyErr {
     fn from(e: WriteError) -> PyErr {

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 
-use histoscope::tf_record::{frame, RecordReader};
+use histoscope::read::tf_record::{frame, RecordReader};
 
 use check::{check, intact_payload};
 use mutate::{build, case, Case, Mutation};
@@ -101,7 +101,7 @@ const BYTES_PER_INPUT_BYTE: usize = 64;
 /// encoding, integer tensors in `tensor_content` and in `int64_val`, and a
 /// session restart, each a histogram tensor with its plugin named.
 fn synthetic_records() -> Vec<Vec<u8>> {
-    use histoscope::proto::{
+    use histoscope::read::proto::{
         dtype, Dim, Event, PluginData, SessionLog, Summary, SummaryMetadata, SummaryValue,
         TensorProto, TensorShapeProto, SESSION_START,
     };

@@ -5,11 +5,11 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use histoscope::event_file::{decode_records, Sink};
-use histoscope::masked_crc::MaskedCrc;
-use histoscope::report::{Damage, DamageKind, FileReport};
-use histoscope::stats::Stats;
-use histoscope::tf_record::RecordReader;
+use histoscope::histograms::stats::Stats;
+use histoscope::read::event_file::{decode_records, Sink};
+use histoscope::read::masked_crc::MaskedCrc;
+use histoscope::read::report::{Damage, DamageKind, FileReport};
+use histoscope::read::tf_record::RecordReader;
 
 use super::{peak_bytes, BYTES_PER_INPUT_BYTE, FIXED_BYTES};
 

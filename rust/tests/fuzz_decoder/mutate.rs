@@ -2,8 +2,8 @@
 
 use proptest::prelude::*;
 
-use histoscope::masked_crc::MaskedCrc;
-use histoscope::tf_record::frame;
+use histoscope::read::masked_crc::MaskedCrc;
+use histoscope::read::tf_record::frame;
 
 /// One way of damaging the framed records; indices are taken modulo what exists.
 #[derive(Debug, Clone)]

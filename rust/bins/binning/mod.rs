@@ -11,11 +11,13 @@
 //!
 //! The topics: `moments` (statistics), `locate` (a value's bin), `tally`
 //! (counting), `float32` (the float32 path), `grid32` (float32 bins),
-//! `simd` (the AVX2 dispatch) and
-//! `passes` (which ties them together per element type).
+//! `simd` (the AVX2 dispatch),
+//! `passes` (which ties them together per element type) and `batch` (many
+//! arrays at once, in parallel).
 
 #[macro_use]
 mod simd;
+pub mod batch;
 mod float32;
 mod grid32;
 mod locate;
@@ -30,10 +32,10 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::edges::{check_bin_count, check_edges, check_range, default_range};
-pub use crate::edges::{uniform_edges, EdgesError, MAX_BINS};
-use crate::float16::{bfloat16_to_f64, half_to_f64};
-use crate::stats::Stats;
+use crate::bins::edges::{check_bin_count, check_edges, check_range, default_range};
+pub use crate::bins::edges::{uniform_edges, EdgesError, MAX_BINS};
+use crate::histograms::float16::{bfloat16_to_f64, half_to_f64};
+use crate::histograms::stats::Stats;
 
 use float32::Float32;
 use locate::Binner;

@@ -6,12 +6,12 @@
 //! drop points of an earlier one, so no file's points are final before every
 //! file of its run has been seen. [`plan_run`] replays only the tags, steps
 //! and restarts ([`Skeleton`]s, no buckets) and says which entries survive, so
-//! [`merge_run`](crate::logdir::merge_run) and a reader that goes one file at
+//! [`merge_run`](crate::logdir::load::merge_run) and a reader that goes one file at
 //! a time (export, dask) share one rule.
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::event_file::{Entry, FileContents, HISTOGRAM_PLUGIN};
+use crate::read::event_file::{Entry, FileContents, HISTOGRAM_PLUGIN};
 
 /// What the restart rule needs of one file: tags, steps, restarts and plugins.
 #[derive(Debug, Clone, Default, PartialEq)]

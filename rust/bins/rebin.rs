@@ -1,6 +1,6 @@
 //! Counting every step of a series again in one set of equal bins.
 
-use crate::edges::{default_range, uniform_edges, widen};
+use crate::bins::edges::{default_range, uniform_edges, widen};
 
 /// Every step's counts in the same `bins` equal bins.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,9 +3,9 @@
 
 use thiserror::Error;
 
-use crate::data_compat::Stats;
-use crate::event_file::Point;
-use crate::huge_pages;
+use crate::histograms::huge_pages;
+use crate::histograms::stats::Stats;
+use crate::read::event_file::Point;
 
 /// Every step of one tag of one run, steps strictly increasing.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,6 +1,6 @@
 //! Finding a value's bin: by arithmetic on equal bins, by binary search on any edges.
 
-use crate::edges::uniform_edges;
+use crate::bins::edges::uniform_edges;
 
 use super::grid32::Grid32;
 

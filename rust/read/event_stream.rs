@@ -14,9 +14,9 @@ use std::thread::{self, JoinHandle};
 
 use thiserror::Error;
 
-use crate::event_file::{read_records, FileContents};
-use crate::report::FileReport;
-use crate::tf_record::RecordReader;
+use crate::read::event_file::{read_records, FileContents};
+use crate::read::report::FileReport;
+use crate::read::tf_record::RecordReader;
 
 /// How many fed chunks may wait for the decoder before `feed` blocks.
 pub const QUEUED_CHUNKS: usize = 4;
@@ -143,9 +143,9 @@ impl Read for ChunkSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_file::{read_event_file, Entry};
-    use crate::proto::{Event, HistogramProto, Summary, SummaryValue};
-    use crate::tf_record::frame;
+    use crate::read::event_file::{read_event_file, Entry};
+    use crate::read::proto::{Event, HistogramProto, Summary, SummaryValue};
+    use crate::read::tf_record::frame;
     use prost::Message;
 
     fn histogram_event(step: i64) -> Vec<u8> {

@@ -1,7 +1,7 @@
 //! The summary statistics stored beside a histogram's buckets, and how each format gives them.
 
-use crate::proto::HistoscopeStats;
-use crate::proto_view::HistogramView;
+use crate::read::proto::HistoscopeStats;
+use crate::read::proto_view::HistogramView;
 
 /// The summary statistics some writers store beside the buckets; NaN where absent.
 #[derive(Debug, Clone, Copy, PartialEq)]

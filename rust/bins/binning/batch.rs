@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::binning::{histogram, BinningError, Bins, Histogram, Values};
+use crate::bins::binning::{histogram, BinningError, Bins, Histogram, Values};
 
 /// Up to this many values in all, the tensors are binned one after the
 /// other on the calling thread: waking rayon's threads for a model of small

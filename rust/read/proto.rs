@@ -110,7 +110,7 @@ pub struct HistoscopeStats {
 
 /// `tensorflow.TensorProto`, restricted to the numeric encodings histograms use.
 ///
-/// Reading uses [`crate::proto_view::TensorView`], which borrows; this
+/// Reading uses [`crate::read::proto_view::TensorView`], which borrows; this
 /// message is for writing them in tests.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TensorProto {

@@ -9,7 +9,7 @@ use std::io::{self, Read};
 
 use thiserror::Error;
 
-use crate::masked_crc::MaskedCrc;
+use crate::read::masked_crc::MaskedCrc;
 
 const HEADER_LEN: usize = 12;
 const FOOTER_LEN: usize = 4;

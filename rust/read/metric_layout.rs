@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use thiserror::Error;
 
-use crate::proto::SummaryValue;
-use crate::proto_view::{EventView, ValueView};
-use crate::tf_record::{ReadRecordError, RecordReader};
-use crate::wire::fields;
+use crate::read::proto::SummaryValue;
+use crate::read::proto_view::{EventView, ValueView};
+use crate::read::tf_record::{ReadRecordError, RecordReader};
+use crate::read::wire::fields;
 
 /// The plugin name that marks a layout declaration.
 pub const PLUGIN: &str = "histoscope_layout";
@@ -94,9 +94,9 @@ fn declarations(event: &[u8]) -> Vec<MetricLayout> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data_compat::Stats;
-    use crate::event_file::read_event_file;
-    use crate::event_writer::{histogram_event, layout_event, EventWriter, HistogramRecord};
+    use crate::histograms::stats::Stats;
+    use crate::read::event_file::read_event_file;
+    use crate::write::event_writer::{histogram_event, layout_event, EventWriter, HistogramRecord};
     use std::fs;
 
     fn layout(pattern: &str, section: Option<&str>, hidden: bool) -> MetricLayout {
@@ -148,7 +148,8 @@ mod tests {
         writer.flush().unwrap();
         let path = writer.path().to_path_buf();
         let whole = fs::metadata(&path).unwrap().len();
-        let framed = crate::tf_record::frame(&layout_event(&layout("a*", Some("A"), false), 1.0));
+        let framed =
+            crate::read::tf_record::frame(&layout_event(&layout("a*", Some("A"), false), 1.0));
         fs::write(
             &path,
             [

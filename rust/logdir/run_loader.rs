@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
-use crate::series::Series;
+use crate::histograms::series::Series;
+use crate::logdir::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
 
 /// How many re-read segments are kept, every tag of each: a page asks for many
 /// tags at the same steps, and each segment is decoded once for all of them.
@@ -273,8 +273,8 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{Event, HistogramProto, Summary, SummaryValue};
-    use crate::tf_record::frame;
+    use crate::read::proto::{Event, HistogramProto, Summary, SummaryValue};
+    use crate::read::tf_record::frame;
     use prost::Message;
 
     fn legacy_event(step: i64, count: f64) -> Vec<u8> {

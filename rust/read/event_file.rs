@@ -7,12 +7,12 @@ use std::path::Path;
 
 use thiserror::Error;
 
-use crate::data_compat::{self, CompatError};
-use crate::proto_view::{summary_values, EventView, HistogramView, TensorView, ValueView};
-use crate::report::{Damage, FileReport};
-use crate::stats::Stats;
-use crate::tf_record::{ReadRecordError, RecordReader};
-use crate::wire::WireError;
+use crate::histograms::data_compat::{self, CompatError};
+use crate::histograms::stats::Stats;
+use crate::read::proto_view::{summary_values, EventView, HistogramView, TensorView, ValueView};
+use crate::read::report::{Damage, FileReport};
+use crate::read::tf_record::{ReadRecordError, RecordReader};
+use crate::read::wire::WireError;
 
 /// The plugin name that marks `tensor` summaries as histograms.
 pub const HISTOGRAM_PLUGIN: &str = "histograms";

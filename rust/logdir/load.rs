@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::data_compat::Stats;
-use crate::event_file::{
+use crate::histograms::series::Series;
+use crate::histograms::stats::Stats;
+use crate::logdir::plan::{plan_run, Skeleton};
+use crate::read::event_file::{
     read_event_file, read_event_file_into, Entry, FileContents, Sink, HISTOGRAM_PLUGIN,
 };
-use crate::plan::{plan_run, Skeleton};
-use crate::report::FileReport;
-use crate::series::Series;
+use crate::read::report::FileReport;
 
 /// Why a log directory could not be read at all.
 #[derive(Debug, Error)]
@@ -396,8 +396,8 @@ fn mark_newest(reports: &mut [FileReport]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_file::Point;
-    use crate::plan::keep_entries;
+    use crate::logdir::plan::keep_entries;
+    use crate::read::event_file::Point;
 
     fn point(step: i64, count: f64) -> Point {
         Point {

@@ -14,14 +14,14 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use crate::compressor::{compress_histogram, Compressed};
-use crate::data_compat::Stats;
+use crate::bins::compressor::{compress_histogram, Compressed};
 use crate::diagnose::profile;
-use crate::event_file::{read_records, Entry, FileContents};
-use crate::logdir::merge_run;
-use crate::report::FileReport;
-use crate::series::Series;
-use crate::tf_record::RecordReader;
+use crate::histograms::series::Series;
+use crate::histograms::stats::Stats;
+use crate::logdir::load::merge_run;
+use crate::read::event_file::{read_records, Entry, FileContents};
+use crate::read::report::FileReport;
+use crate::read::tf_record::RecordReader;
 
 /// What one read of a file's next records gave.
 #[derive(Debug, Default)]
@@ -236,10 +236,10 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{
+    use crate::read::proto::{
         Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue, TensorProto,
     };
-    use crate::tf_record::frame;
+    use crate::read::tf_record::frame;
     use prost::Message;
     use std::io::Write;
 
@@ -273,7 +273,7 @@ mod tests {
     /// A TF2 histogram tensor of one bucket [0, 1) holding `step` values.
     fn tensor_event(step: i64, with_plugin: bool) -> Vec<u8> {
         let tensor = TensorProto {
-            dtype: crate::proto::dtype::DOUBLE,
+            dtype: crate::read::proto::dtype::DOUBLE,
             tensor_shape: Some(shape(&[1, 3])),
             double_val: vec![0.0, 1.0, step as f64],
             ..Default::default()
@@ -293,11 +293,11 @@ mod tests {
         event(step, value)
     }
 
-    fn shape(dims: &[i64]) -> crate::proto::TensorShapeProto {
-        crate::proto::TensorShapeProto {
+    fn shape(dims: &[i64]) -> crate::read::proto::TensorShapeProto {
+        crate::read::proto::TensorShapeProto {
             dim: dims
                 .iter()
-                .map(|&size| crate::proto::Dim { size })
+                .map(|&size| crate::read::proto::Dim { size })
                 .collect(),
         }
     }

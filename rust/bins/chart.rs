@@ -2,9 +2,9 @@
 
 use rayon::prelude::*;
 
-use crate::rebin::{rebin, Rebinned};
-use crate::series::Series;
-use crate::thin::thin_indices;
+use crate::bins::rebin::{rebin, Rebinned};
+use crate::bins::thin::thin_indices;
+use crate::histograms::series::Series;
 
 /// One tag of one run as a ridgeline draws it.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,6 @@
 //! The statistics pass: weighted count, mean, spread, extremes and nonfinite weight of a chunk, and their merge.
 
-use crate::stats::Stats;
+use crate::histograms::stats::Stats;
 
 use super::passes::Weights;
 

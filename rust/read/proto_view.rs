@@ -1,4 +1,4 @@
-//! Borrowed views of the `Event` fields that histograms need, read with [`crate::wire`].
+//! Borrowed views of the `Event` fields that histograms need, read with [`crate::read::wire`].
 //!
 //! Field numbers follow `tensorboard/compat/proto/{event,summary,histogram,tensor}.proto`.
 //! Repeated numbers stay in the record's bytes; they are copied only when a
@@ -6,8 +6,8 @@
 
 use std::borrow::Cow;
 
-use crate::proto::{HistogramProto, HistoscopeStats, SESSION_START};
-use crate::wire::{fields, Wire, WireError};
+use crate::read::proto::{HistogramProto, HistoscopeStats, SESSION_START};
+use crate::read::wire::{fields, Wire, WireError};
 
 /// An `Event`: its step, wall time, summary bytes and whether it is a `SessionLog.START`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -417,7 +417,7 @@ impl From<&HistogramProto> for HistogramView<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{
+    use crate::read::proto::{
         Dim, Event, PluginData, SessionLog, Summary, SummaryMetadata, SummaryValue, TensorProto,
         TensorShapeProto,
     };

@@ -11,10 +11,12 @@ use bytes::Bytes;
 use prost::Message;
 use thiserror::Error;
 
-use crate::data_compat::Stats;
-use crate::layout::{self, MetricLayout};
-use crate::proto::{Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue};
-use crate::tf_record::frame;
+use crate::histograms::stats::Stats;
+use crate::read::metric_layout::{self, MetricLayout};
+use crate::read::proto::{
+    Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue,
+};
+use crate::read::tf_record::frame;
 
 /// Why a record could not be written.
 #[derive(Debug, Error)]
@@ -94,13 +96,13 @@ pub fn scalar_event(tag: &str, step: i64, wall_time: f64, value: f32) -> Vec<u8>
     summary_event(step, wall_time, value)
 }
 
-/// The encoded `Event` declaring a layout (`Run.define_metric`); see [`crate::layout`].
+/// The encoded `Event` declaring a layout (`Run.define_metric`); see [`crate::read::metric_layout`].
 pub fn layout_event(declared: &MetricLayout, wall_time: f64) -> Vec<u8> {
     let value = SummaryValue {
-        tag: layout::TAG.to_owned(),
+        tag: metric_layout::TAG.to_owned(),
         metadata: Some(SummaryMetadata {
             plugin_data: Some(PluginData {
-                plugin_name: layout::PLUGIN.to_owned(),
+                plugin_name: metric_layout::PLUGIN.to_owned(),
                 content: Bytes::from(declared.encode_to_vec()),
             }),
         }),
@@ -198,7 +200,7 @@ impl EventWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_file::{read_event_file, Entry};
+    use crate::read::event_file::{read_event_file, Entry};
 
     fn stats() -> Stats {
         Stats {
@@ -281,7 +283,7 @@ mod tests {
         let mut proto = HistogramProto::decode(histo).unwrap();
         proto.histoscope = None;
         let mut buckets = Vec::new();
-        crate::data_compat::legacy_buckets(&(&proto).into(), &mut buckets).unwrap();
+        crate::histograms::data_compat::legacy_buckets(&(&proto).into(), &mut buckets).unwrap();
         assert_eq!(buckets, vec![1.0, 2.0, 4.0, 2.0, 3.0, 2.0]);
         let legacy = Stats::of_legacy(&(&proto).into());
         assert_eq!(legacy.mean, 1.5);

@@ -7,11 +7,10 @@
 
 use thiserror::Error;
 
-use crate::float16::{bfloat16_to_f64, half_to_f64};
-use crate::proto::dtype;
-use crate::proto_view::{Encoding, HistogramView, Repeated, TensorView};
-pub use crate::stats::Stats;
-use crate::wire::WireError;
+use crate::histograms::float16::{bfloat16_to_f64, half_to_f64};
+use crate::read::proto::dtype;
+use crate::read::proto_view::{Encoding, HistogramView, Repeated, TensorView};
+use crate::read::wire::WireError;
 
 /// Why a histogram value could not be turned into buckets.
 #[derive(Debug, Error, PartialEq)]
@@ -331,7 +330,8 @@ fn extend_vals(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{Dim, HistogramProto, TensorProto, TensorShapeProto};
+    use crate::histograms::stats::Stats;
+    use crate::read::proto::{Dim, HistogramProto, TensorProto, TensorShapeProto};
     use prost::Message;
 
     fn histo(min: f64, max: f64, limits: &[f64], counts: &[f64]) -> HistogramProto {

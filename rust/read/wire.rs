@@ -137,7 +137,7 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{Event, Summary, SummaryValue};
+    use crate::read::proto::{Event, Summary, SummaryValue};
     use prost::Message;
 
     #[test]

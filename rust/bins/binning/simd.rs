@@ -27,7 +27,7 @@ macro_rules! with_avx2 {
 
         pub(super) fn $name<$($g: $b),*>($($arg: $t),*) -> $r {
             #[cfg(target_arch = "x86_64")]
-            if $crate::binning::simd::has_avx2() {
+            if $crate::bins::binning::simd::has_avx2() {
                 // SAFETY: the processor was just found to support AVX2.
                 return unsafe { $avx2($($arg),*) };
             }

@@ -1,0 +1,8 @@
+//! The rules for bins: edges and their limit, values binned, steps rebinned and thinned into charts, percentiles.
+
+pub mod binning;
+pub mod chart;
+pub mod compressor;
+pub mod edges;
+pub mod rebin;
+pub mod thin;

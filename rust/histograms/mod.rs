@@ -1,0 +1,7 @@
+//! Histograms as values: buckets from every format, their statistics, and one series per tag.
+
+pub mod data_compat;
+pub mod float16;
+pub mod huge_pages;
+pub mod series;
+pub mod stats;

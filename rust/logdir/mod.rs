@@ -1,0 +1,6 @@
+//! Log directories: runs found and read in parallel, restarts planned, growing files followed.
+
+pub mod follow;
+pub mod load;
+pub mod plan;
+pub mod run_loader;

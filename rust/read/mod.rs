@@ -1,0 +1,11 @@
+//! Reading events files: TFRecord framing, the protobuf fields histograms need, and decoding to entries.
+
+pub mod event_file;
+pub mod event_stream;
+pub mod masked_crc;
+pub mod metric_layout;
+pub mod proto;
+pub mod proto_view;
+pub mod report;
+pub mod tf_record;
+pub mod wire;
