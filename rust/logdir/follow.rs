@@ -18,7 +18,7 @@ use crate::bins::compressor::{compress_histogram, Compressed};
 use crate::diagnose::profile;
 use crate::histograms::series::Series;
 use crate::histograms::stats::Stats;
-use crate::logdir::load::merge_run;
+use crate::logdir::merge::merge_run;
 use crate::read::event_file::{read_records, Entry, FileContents};
 use crate::read::report::FileReport;
 use crate::read::tf_record::RecordReader;

@@ -1,6 +1,8 @@
 //! Log directories: runs found and read in parallel, restarts planned, growing files followed.
 
+pub mod discover;
 pub mod follow;
 pub mod load;
+pub mod merge;
 pub mod plan;
 pub mod run_loader;

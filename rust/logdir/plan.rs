@@ -6,7 +6,7 @@
 //! drop points of an earlier one, so no file's points are final before every
 //! file of its run has been seen. [`plan_run`] replays only the tags, steps
 //! and restarts ([`Skeleton`]s, no buckets) and says which entries survive, so
-//! [`merge_run`](crate::logdir::load::merge_run) and a reader that goes one file at
+//! [`merge_run`](crate::logdir::merge::merge_run) and a reader that goes one file at
 //! a time (export, dask) share one rule.
 
 use std::collections::{BTreeMap, HashMap};

@@ -9,10 +9,10 @@ use pyo3::prelude::*;
 use super::check_bins;
 use super::records::{ChartsRecord, LogdirRecord, MergedRecord, RunFilesRecord};
 use crate::bins::chart::charts;
-use crate::logdir::load::{
-    discover_runs as discover, group_listing, load_logdir, load_logdirs, merge_run, qualified_runs,
-    Logdir, LogdirError, RunFiles, Selection,
-};
+use crate::logdir::discover::LogdirError;
+use crate::logdir::discover::{discover_runs as discover, group_listing, qualified_runs, RunFiles};
+use crate::logdir::load::{load_logdir, load_logdirs, Logdir, Selection};
+use crate::logdir::merge::merge_run;
 use crate::logdir::plan::{keep_entries, plan_run, RunPlan as CorePlan, Skeleton};
 use crate::read::event_file::{read_event_file, FileContents};
 use crate::read::event_stream::{EventStream as CoreStream, StreamError};

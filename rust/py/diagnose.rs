@@ -11,7 +11,7 @@ use crate::diagnose::{
     diagnose, profile, DiagnoseError, Finding, Options, SeriesView, StepBuckets,
 };
 use crate::histograms::stats::Stats;
-use crate::logdir::load::LogdirError;
+use crate::logdir::discover::LogdirError;
 
 impl From<DiagnoseError> for PyErr {
     fn from(e: DiagnoseError) -> PyErr {

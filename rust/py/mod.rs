@@ -11,7 +11,8 @@ use crate::bins::edges::check_bin_count;
 use crate::bins::rebin::rebin;
 use crate::bins::thin::thin_indices;
 use crate::histograms::stats::Stats;
-use crate::logdir::load::{LogdirError, Selection};
+use crate::logdir::discover::LogdirError;
+use crate::logdir::load::Selection;
 use records::{ChartsRecord, LogdirRecord, RebinRecord};
 
 mod arrays;

@@ -11,7 +11,9 @@ use crate::bins::chart::Chart;
 use crate::bins::rebin::Rebinned;
 use crate::histograms::series::{check_series_layout, Series};
 use crate::histograms::stats::Stats;
-use crate::logdir::load::{Logdir, MergedRun, RunFiles};
+use crate::logdir::discover::RunFiles;
+use crate::logdir::load::Logdir;
+use crate::logdir::merge::MergedRun;
 use crate::read::report::FileReport;
 
 type Array1<T> = Py<PyArray1<T>>;

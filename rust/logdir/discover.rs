@@ -1,0 +1,198 @@
+//! Finding a log directory's runs: the folders holding events files, from a local walk or a remote listing.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+/// Why a log directory could not be read at all.
+#[derive(Debug, Error)]
+pub enum LogdirError {
+    #[error("log directory not found: {0}")]
+    NotFound(PathBuf),
+    #[error("not a directory: {0}")]
+    NotADirectory(PathBuf),
+    #[error("cannot list {path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// A run: a directory holding events files, named by its path relative to the log directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFiles {
+    pub name: String,
+    pub files: Vec<PathBuf>,
+}
+
+/// Finds the runs under `logdir`, the root included, each with its events files in name order.
+///
+/// A path to one file is read as a log directory holding that file alone: one run, `.`.
+pub fn discover_runs(logdir: &Path) -> Result<Vec<RunFiles>, LogdirError> {
+    let meta = fs::metadata(logdir).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => LogdirError::NotFound(logdir.to_path_buf()),
+        _ => LogdirError::Io {
+            path: logdir.to_path_buf(),
+            source: e,
+        },
+    })?;
+    if meta.is_file() {
+        return Ok(vec![RunFiles {
+            name: ".".to_owned(),
+            files: vec![logdir.to_path_buf()],
+        }]);
+    }
+    if !meta.is_dir() {
+        return Err(LogdirError::NotADirectory(logdir.to_path_buf()));
+    }
+    let mut listing = Vec::new();
+    walk(logdir, &mut listing)?;
+    Ok(group_runs(logdir, listing))
+}
+
+/// Whether a file's name marks it as an events file, as TensorBoard decides.
+pub fn is_events_file(name: &str) -> bool {
+    name.contains("tfevents")
+}
+
+/// Groups a listing of the events files under `root` into runs: a run is the
+/// directory holding them, named by its path relative to `root` (`.` for
+/// `root` itself); runs sorted by name, files by path. Local walks and remote
+/// listings both go through here, so they name runs alike.
+pub fn group_runs(root: &Path, files: Vec<PathBuf>) -> Vec<RunFiles> {
+    let mut runs: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for file in files {
+        let dir = file.parent().unwrap_or(root);
+        runs.entry(run_name(root, dir)).or_default().push(file);
+    }
+    runs.into_iter()
+        .map(|(name, mut files)| {
+            files.sort();
+            RunFiles { name, files }
+        })
+        .collect()
+}
+
+/// [`group_runs`] of the events files among a listing of every file under `root`.
+pub fn group_listing(root: &Path, files: Vec<PathBuf>) -> Vec<RunFiles> {
+    let events = files
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .is_some_and(|name| is_events_file(&name.to_string_lossy()))
+        })
+        .collect();
+    group_runs(root, events)
+}
+
+fn run_name(root: &Path, dir: &Path) -> String {
+    let relative = dir.strip_prefix(root).unwrap_or(dir);
+    let parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
+}
+
+fn walk(dir: &Path, listing: &mut Vec<PathBuf>) -> Result<(), LogdirError> {
+    let io_error = |source| LogdirError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in fs::read_dir(dir).map_err(io_error)? {
+        let entry = entry.map_err(io_error)?;
+        // Like os.walk in TensorBoard, symlinked directories are not followed (no cycles).
+        let kind = entry.file_type().map_err(io_error)?;
+        let path = entry.path();
+        if kind.is_dir() {
+            walk(&path, listing)?;
+        } else if is_events_file(&entry.file_name().to_string_lossy()) && path.is_file() {
+            listing.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// `runs` of the log directory called `logdir`, named as runs of several log directories.
+pub fn qualified_runs(runs: Vec<RunFiles>, logdir: &str) -> Vec<RunFiles> {
+    runs.into_iter()
+        .map(|run| RunFiles {
+            name: qualified_run_name(logdir, &run.name),
+            files: run.files,
+        })
+        .collect()
+}
+
+/// The name of run `run` of the log directory called `logdir` among several.
+pub fn qualified_run_name(logdir: &str, run: &str) -> String {
+    if run == "." {
+        logdir.to_owned()
+    } else {
+        format!("{logdir}/{run}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_directories_with_events_files() {
+        let root = std::env::temp_dir().join(format!("histoscope-discover-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for dir in ["", "a", "a/b/c", "x/y", "empty"] {
+            fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for f in [
+            "events.out.tfevents.2",
+            "a/events.out.tfevents.1",
+            "a/b/c/x.tfevents.z",
+            "x/y/tfevents",
+        ] {
+            fs::write(root.join(f), b"").unwrap();
+        }
+        fs::write(root.join("a/notes.txt"), b"").unwrap();
+        let runs = discover_runs(&root).unwrap();
+        let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, vec![".", "a", "a/b/c", "x/y"]);
+        assert!(matches!(
+            discover_runs(&root.join("nope")),
+            Err(LogdirError::NotFound(_))
+        ));
+        let file_path = root.join("a/events.out.tfevents.1");
+        let alone = discover_runs(&file_path).unwrap();
+        assert_eq!(
+            alone,
+            vec![RunFiles {
+                name: ".".into(),
+                files: vec![file_path]
+            }]
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_remote_listing_groups_as_a_walk_does() {
+        let listing = [
+            "bucket/logs/b/events.out.tfevents.2",
+            "bucket/logs/events.out.tfevents.9",
+            "bucket/logs/b/events.out.tfevents.1",
+            "bucket/logs/b/notes.txt",
+            "bucket/logs/a/c/x.tfevents.z",
+        ];
+        let runs = group_listing(
+            Path::new("bucket/logs"),
+            listing.iter().map(PathBuf::from).collect(),
+        );
+        let names: Vec<(&str, usize)> = runs
+            .iter()
+            .map(|r| (r.name.as_str(), r.files.len()))
+            .collect();
+        assert_eq!(names, vec![(".", 1), ("a/c", 1), ("b", 2)]);
+        assert!(runs[2].files[0].ends_with("events.out.tfevents.1"));
+    }
+}
