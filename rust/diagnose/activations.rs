@@ -2,7 +2,8 @@
 //! of 0 and 1).
 
 use super::rules::{median, percent, sustained, Context};
-use super::{Finding, Kind, Severity, StepProfile};
+use super::{Finding, Kind, Severity};
+use crate::histograms::profile::StepProfile;
 
 /// Activations with at least this share of their mass at exactly 0 are dead.
 const DEAD_SHARE: f64 = 0.95;

@@ -1,14 +1,14 @@
 //! Diagnosis: statistics and rules over every histogram series, in parallel, giving findings.
 //!
 //! Each step is first reduced to a [`StepProfile`] (scale, spread, mass at zero
-//! and at the ends of bounded ranges) from its stored statistics or its
-//! buckets; the rules in `rules` then compare profiles along a series, against
-//! its own early steps and against the run's other gradients. The thresholds,
+//! and at the ends of bounded ranges; `histograms::profile`, which the viewer's
+//! index reads too) from its stored statistics or its buckets; the rules in
+//! `rules` then compare profiles along a series, against its own early steps
+//! and against the run's other gradients. The thresholds,
 //! and why they have their values, are in `rules` and `docs/diagnosis.md`.
 
 mod activations;
 mod gradients;
-mod profile;
 mod roles;
 mod rules;
 mod runs;
@@ -23,10 +23,10 @@ use std::str::FromStr;
 use rayon::prelude::*;
 use thiserror::Error;
 
-pub use profile::{profile, StepProfile};
 pub use roles::{role_of, Role};
 pub use series::{SeriesView, StepBuckets};
 
+use crate::histograms::profile::{profile, StepProfile};
 use runs::RunSummary;
 
 /// What went wrong in a series.

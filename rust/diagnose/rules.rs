@@ -7,7 +7,8 @@
 
 use super::activations::{dead, saturated};
 use super::gradients::vanishing;
-use super::{Finding, Kind, Role, Severity, StepProfile};
+use super::{Finding, Kind, Role, Severity};
+use crate::histograms::profile::StepProfile;
 
 /// A series' start is the median of its first steps: a few, because a broken
 /// run can go wrong from its third step (a sigmoid net at a learning rate of 0.5).

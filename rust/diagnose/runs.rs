@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Role, SeriesView, StepProfile};
+use super::{Role, SeriesView};
+use crate::histograms::profile::StepProfile;
 
 /// What the rules of one series need from the rest of its run.
 pub(super) struct RunSummary {

@@ -3,5 +3,6 @@
 pub mod data_compat;
 pub mod float16;
 pub mod huge_pages;
+pub mod profile;
 pub mod series;
 pub mod stats;

@@ -15,7 +15,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use crate::bins::compressor::{compress_histogram, Compressed};
-use crate::diagnose::profile;
+use crate::histograms::profile::zero_shares;
 use crate::histograms::series::Series;
 use crate::histograms::stats::Stats;
 use crate::logdir::merge::merge_run;
@@ -46,7 +46,7 @@ pub struct StepIndex {
     /// Each step's histogram compressed as TensorBoard's distributions draw it.
     pub percentiles: Vec<Compressed>,
     /// Each step's share of values at exactly zero, as the diagnosis reads it
-    /// (`diagnose::profile`): what the overview colours dead units by.
+    /// (`histograms::profile`): what the overview colours dead units by.
     pub zero_shares: Vec<f64>,
 }
 
@@ -95,9 +95,7 @@ impl From<Series> for StepIndex {
         let percentiles = (0..series.steps.len())
             .map(|i| compress_histogram(series.step_buckets(i)))
             .collect();
-        let zero_shares = (0..series.steps.len())
-            .map(|i| profile(series.step_buckets(i), &series.stats[i]).zero_share)
-            .collect();
+        let zero_shares = zero_shares(&series.buckets, &series.offsets, &series.stats);
         StepIndex {
             tag: series.tag,
             steps: series.steps,

@@ -7,9 +7,8 @@ use pyo3::prelude::*;
 use super::batch::Logdirs;
 use super::records::{FileReportRecord, SeriesRecord};
 use super::selection;
-use crate::diagnose::{
-    diagnose, profile, DiagnoseError, Finding, Options, SeriesView, StepBuckets,
-};
+use crate::diagnose::{diagnose, DiagnoseError, Finding, Options, SeriesView, StepBuckets};
+use crate::histograms::profile;
 use crate::histograms::stats::Stats;
 use crate::logdir::discover::LogdirError;
 
@@ -186,19 +185,7 @@ fn zero_shares<'py>(
     series: PyRef<'py, SeriesRecord>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let b = Borrowed::new(py, &series)?;
-    let rows = b.rows.as_slice()?;
-    let shares: Vec<f64> = b
-        .stats
-        .iter()
-        .enumerate()
-        .map(|(i, stats)| {
-            let step = rows
-                .get(3 * b.offsets[i]..3 * b.offsets[i + 1])
-                .unwrap_or(&[]);
-            profile(step, stats).zero_share
-        })
-        .collect();
-    Ok(shares.into_pyarray(py))
+    Ok(profile::zero_shares(b.rows.as_slice()?, &b.offsets, &b.stats).into_pyarray(py))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,4 +1,4 @@
-//! What the rules look at in one step of a histogram: its scale, spread and where its mass lies.
+//! One step of a histogram profiled: its scale, spread and where its mass lies, as diagnosis and the viewer read them.
 //!
 //! The stored statistics win where a writer kept them (histoscope keeps all of
 //! them; PyTorch, TF1 and tensorboardX keep count, min, max and the sums behind
@@ -114,6 +114,26 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
         tanh_ends: (shares.tanh_low, shares.tanh_high),
         sigmoid_ends: (shares.sigmoid_low, shares.sigmoid_high),
     }
+}
+
+/// Each step's [`StepProfile::zero_share`], the steps laid out flat as a
+/// [`Series`](crate::histograms::series::Series) keeps them: step `i` holds rows
+/// `offsets[i]..offsets[i + 1]` of `rows`, three values a row, and `stats[i]`.
+/// A step whose offsets do not fit `rows` is profiled without buckets.
+pub fn zero_shares(rows: &[f64], offsets: &[usize], stats: &[Stats]) -> Vec<f64> {
+    stats
+        .iter()
+        .enumerate()
+        .map(|(i, stats)| {
+            let step = match (offsets.get(i), offsets.get(i + 1)) {
+                (Some(&start), Some(&end)) => rows
+                    .get(start.saturating_mul(3)..end.saturating_mul(3))
+                    .unwrap_or(&[]),
+                _ => &[],
+            };
+            profile(step, stats).zero_share
+        })
+        .collect()
 }
 
 /// Count, extremes and moments of finite buckets, each bucket's mass spread evenly over it.
@@ -293,6 +313,19 @@ mod tests {
         let normal = [-1.0, 1.0, 10.0];
         let share = profile(&normal, &stats_none()).zero_share;
         assert!((share - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zero_shares_read_each_step_of_a_flat_layout() {
+        // Step 0: a ReLU, 9 of 10 at zero; step 1: nothing at zero; step 2: no rows.
+        let rows = [0.0, 1.0, 9.0, 1.0, 2.0, 1.0, 1.0, 2.0, 4.0];
+        let stats = [stats_none(); 3];
+        assert_eq!(
+            zero_shares(&rows, &[0, 2, 3, 3], &stats),
+            vec![0.9, 0.0, 0.0]
+        );
+        // Offsets past the rows, or too few of them, leave a step without buckets.
+        assert_eq!(zero_shares(&rows, &[0, 2, 9], &stats), vec![0.9, 0.0, 0.0]);
     }
 
     #[test]
