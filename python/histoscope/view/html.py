@@ -1,8 +1,11 @@
 """Accessible HTML pages for a `TensorBoardChart`: a ridgeline to explore by keys, speech,
 sound and braille, with a generated description and the full data as a table.
 
-The page is one self-contained file (inline SVG, CSS and JavaScript, no network), so it
-opens from ``file://``, a notebook output or an e-mail attachment alike.
+Python writes the words (title, description, findings, table) and the data as JSON; the
+ridgeline is drawn in the browser by the same module as the viewer's and the report's
+cards (``assets/ridgeline.js``). The page is one self-contained file (inline CSS and
+JavaScript, the modules bundled into one script, no network), so it opens from
+``file://``, a notebook output or an e-mail attachment alike.
 """
 
 from __future__ import annotations
@@ -21,19 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .page import asset_text
+from .page import SEVERITIES, asset_text, bundle
 
 if TYPE_CHECKING:
-    from ..read.chart import TensorBoardChart
+    # For types only: histoscope.read.chart imports this module for notebooks.
     from ..diagnose import Finding
+    from ..read.chart import TensorBoardChart
 
 __all__ = ["render", "save_html", "show"]
 
-# The SVG's coordinate system, in CSS pixels at its natural size.
-_WIDTH, _HEIGHT = 800, 500
-_LEFT, _RIGHT, _TOP, _BOTTOM = 84, 24, 16, 60
-_RIDGE_HEIGHT = 120  # the tallest count of the chart reaches this far above its baseline
-_VALUE_TICKS, _STEP_TICKS = 7, 6
 _NOTEBOOK_HEIGHT = 820  # pixels of the notebook iframe; the page scrolls inside it past that
 
 
@@ -55,7 +54,7 @@ _PAGE = """\
 <div class="figure">
 <div id="chart" class="chart" tabindex="0" role="application" \
 aria-roledescription="ridgeline chart" aria-label="{label}" aria-describedby="description">
-{svg}</div>
+</div>
 <p id="announcement" class="announcement" role="status" aria-live="polite" aria-atomic="true"></p>
 <p id="braille-box" class="braille-box" hidden><span id="braille-label"></span> \
 <span id="braille" class="braille"></span></p>
@@ -69,7 +68,7 @@ aria-roledescription="ridgeline chart" aria-label="{label}" aria-describedby="de
 </div>
 {table}</main>
 <script type="application/json" id="histoscope-data">{data}</script>
-<script>
+<script type="module">
 {js}</script>
 </body>
 </html>
@@ -98,15 +97,14 @@ def render(chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None
     css, js = _assets()
     data = {
         "steps": chart.steps.tolist(),
+        "edges": [v if math.isfinite(v) else None for v in chart.edges.tolist()],
         "labels": labels,
         "counts": counts,
-        "layout": _layout(len(chart.steps), chart.bins, chart.counts),
     }
     return _PAGE.format(
         title=title,
         css=css,
         label=_chart_label(chart),
-        svg=_svg(chart, labels),
         keys=_keys_section(),
         description=html.escape(_describe(chart, labels) + _findings_text(chart, findings)),
         table=_table(chart, labels, counts),
@@ -170,10 +168,13 @@ def _notebook_html(chart: TensorBoardChart, findings: Iterable[Finding] | None =
     )
 
 
-def _check(chart: Any) -> None:
-    from ..read.chart import TensorBoardChart
+# What a chart needs to be drawn, looked for rather than its class: histoscope.read.chart
+# imports this module for notebooks, so this one imports nothing from histoscope.read.
+_CHART_FIELDS = ("tag", "run", "steps", "edges", "counts", "bins")
 
-    if not isinstance(chart, TensorBoardChart):
+
+def _check(chart: Any) -> None:
+    if not all(hasattr(chart, name) for name in _CHART_FIELDS):
         raise TypeError(f"chart must be a TensorBoardChart, got {type(chart).__name__}")
     if not np.isfinite(chart.counts).all():
         raise ValueError("chart.counts must be finite to be drawn, got NaN or infinity")
@@ -189,7 +190,7 @@ def _in_kernel() -> bool:
 
 @lru_cache(maxsize=1)
 def _assets() -> tuple[str, str]:
-    return asset_text("chart.css"), asset_text("a11y.js") + asset_text("chart.js")
+    return asset_text("chart.css"), bundle(["chart.js"])
 
 
 def _decimal(value: float, decimals: int) -> str:
@@ -244,126 +245,6 @@ def _count_text(count: float) -> str:
 
 def _count_cell(count: float) -> str:
     return f"<td>{_count_text(count)}</td>"
-
-
-def _layout(steps: int, bins: int, counts: np.ndarray) -> dict[str, float]:
-    """Where things are drawn; chart.js places the cursor with the same numbers."""
-    bottom = _HEIGHT - _BOTTOM
-    top = _TOP + _RIDGE_HEIGHT
-    return {
-        "x0": _LEFT,
-        "binWidth": (_WIDTH - _LEFT - _RIGHT) / max(bins, 1),
-        "bottom": bottom,
-        "gap": (bottom - top) / (steps - 1) if steps > 1 else 0.0,
-        "ridgeHeight": _RIDGE_HEIGHT,
-        "max": float(counts.max(initial=0)),
-    }
-
-
-def _svg(chart: TensorBoardChart, labels: Sequence[str]) -> str:
-    layout = _layout(len(chart.steps), chart.bins, chart.counts)
-    return "".join(
-        (
-            f'<svg viewBox="0 0 {_WIDTH} {_HEIGHT}" aria-hidden="true" focusable="false">\n',
-            _axes(chart, labels, layout),
-            _ridges(chart.counts, layout),
-            _CURSOR,
-            "</svg>\n",
-        )
-    )
-
-
-_CURSOR = (
-    '<g id="cursor" class="cursor" display="none">'
-    '<line id="cursor-stem"></line><circle id="cursor-dot" r="5"></circle></g>\n'
-)
-
-
-def _ridges(counts: np.ndarray, layout: dict[str, float]) -> str:
-    """One path per step, the latest first so that earlier ridges are drawn in front.
-
-    Paths are drawn in bin units across and tenths of a pixel up, so every coordinate is
-    a small integer: it keeps a thousand ridges under a few hundred kilobytes.
-    """
-    steps, bins = counts.shape
-    scale = _RIDGE_HEIGHT * 10 / layout["max"] if layout["max"] > 0 else 0.0
-    heights = np.rint(counts * scale).astype(np.int64)
-    rises = (heights[:, :-1] - heights[:, 1:]).tolist()
-    firsts = (-heights[:, 0]).tolist() if bins else []
-    baselines = (
-        np.rint((layout["bottom"] - np.arange(steps) * layout["gap"]) * 10)
-        .astype(np.int64)
-        .tolist()
-    )
-    paths = [
-        f'<path class="ridge" transform="translate(0 {baselines[i]})"'
-        f' d="M0 0L.5 {firsts[i]}{"".join(f"l1 {r}" for r in rises[i])}L{bins} 0Z"/>\n'
-        for i in range(steps - 1, -1, -1)
-    ]
-    return (
-        f'<g id="ridges" transform="translate({_LEFT} 0) scale({layout["binWidth"]:.4g} .1)">\n'
-        + "".join(paths)
-        + '<path id="cursor-ridge" class="ridge-current" display="none"/>\n</g>\n'
-    )
-
-
-def _ticks(count: int, most: int) -> list[int]:
-    return sorted(set(np.linspace(0, count - 1, min(count, most)).round().astype(int).tolist()))
-
-
-def _value_ticks(
-    edges: np.ndarray, labels: Sequence[str], left: float, right: float
-) -> list[tuple[float, str]]:
-    """Round values (1, 2 or 5 times a power of ten) along x; edge labels where the edges
-    are not finite or the bins have no width."""
-    if not len(labels) > 1:
-        return []
-    low, high = float(edges[0]), float(edges[-1])
-    if not (math.isfinite(low) and math.isfinite(high) and high > low):
-        spots = _ticks(len(labels), _VALUE_TICKS)
-        return [(left + (right - left) * i / (len(labels) - 1), labels[i]) for i in spots]
-    rough = (high - low) / (_VALUE_TICKS - 1)
-    power = 10.0 ** math.floor(math.log10(rough))
-    multiple = next(m for m in (1, 2, 2.5, 5, 10) if m * power >= rough)
-    spacing = multiple * power
-    decimals = max(0, -math.floor(math.log10(spacing)) + (multiple == 2.5))
-    values = np.arange(math.ceil(low / spacing), math.floor(high / spacing) + 1) * spacing
-    plain = 1e-4 <= spacing < 1e6
-    return [
-        (
-            left + (right - left) * (v - low) / (high - low),
-            _decimal(v, decimals) if plain else f"{v:.6g}",
-        )
-        for v in values.tolist()
-    ]
-
-
-def _axes(chart: TensorBoardChart, labels: Sequence[str], layout: dict[str, float]) -> str:
-    bottom, gap, x0, width = layout["bottom"], layout["gap"], layout["x0"], layout["binWidth"]
-    right = x0 + width * chart.bins
-    parts = [
-        '<g class="axis">\n',
-        f'<line x1="{x0}" y1="{bottom}" x2="{right:.1f}" y2="{bottom}"/>\n',
-    ]
-    for x, label in _value_ticks(chart.edges, labels, x0, right):
-        parts.append(
-            f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 6}"/>'
-            f'<text x="{x:.1f}" y="{bottom + 22}" text-anchor="middle">'
-            f"{html.escape(label)}</text>\n"
-        )
-    for index in _ticks(len(chart.steps), _STEP_TICKS) if len(chart.steps) else []:
-        y = bottom - index * gap
-        parts.append(
-            f'<text x="{x0 - 10}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle">'
-            f"{chart.steps[index]}</text>\n"
-        )
-    parts.append(
-        f'<text class="axis-title" x="{(x0 + right) / 2:.1f}" y="{_HEIGHT - 8}"'
-        ' text-anchor="middle">Value</text>\n'
-        f'<text class="axis-title" transform="translate(18 {(bottom + _TOP) / 2:.1f}) rotate(-90)"'
-        ' text-anchor="middle">Step</text>\n</g>\n'
-    )
-    return "".join(parts)
 
 
 def _chart_label(chart: TensorBoardChart) -> str:
@@ -441,8 +322,6 @@ def _describe(chart: TensorBoardChart, labels: Sequence[str]) -> str:
 
 def _findings_text(chart: TensorBoardChart, findings: Iterable[Finding] | None) -> str:
     """Sentences for the findings about this chart's run and tag, most severe first."""
-    from ..diagnose import SEVERITIES
-
     mine = [f for f in findings or () if f.run == chart.run and f.key == chart.tag]
     if not mine:
         return ""

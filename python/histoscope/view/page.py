@@ -1,16 +1,40 @@
-"""Pages from the browser assets (``assets/``): their text, the modules, and one-file bundles."""
+"""Pages from the browser assets (``assets/``): their text, the modules, the lists the
+pages are handed, and one-file bundles."""
 
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 
-__all__ = ["MODULES", "asset_text", "bundle"]
+from .. import _core
 
-#: The ES modules of the viewer's page, in the order a single-file report concatenates them.
-MODULES = ("format.js", "draw.js", "keys.js", "overview.js", "brush.js", "app.js")
+__all__ = ["MODULES", "SEVERITIES", "asset_text", "bundle", "vocabulary_script"]
 
-_IMPORT = re.compile(r'^import \{([^}]*)\} from "\./(\w+)\.js";[ \t]*$', re.M)
+#: The ES modules the viewer's page and the report share: app.js and every module it imports.
+MODULES = (
+    "a11y.js",
+    "format.js",
+    "state.js",
+    "axes.js",
+    "ridgeline.js",
+    "draw.js",
+    "keys.js",
+    "brush.js",
+    "runs.js",
+    "sections.js",
+    "overview.js",
+    "cards.js",
+    "controls.js",
+    "alerts.js",
+    "app.js",
+)
+
+#: Severities of findings, least severe first, as the core lists them. The core exports
+#: them from issue 18 on; a core built before that has diagnose's order.
+SEVERITIES: tuple[str, ...] = tuple(getattr(_core, "SEVERITIES", ("info", "warning", "error")))
+
+_IMPORT = re.compile(r'^import (\{[^}]*\}|\* as \w+) from "\./(\w+)\.js";[ \t]*$', re.M)
 _EXPORT = re.compile(r"^export (?:async )?(?:function|const|let|class) (\w+)", re.M)
 
 
@@ -25,26 +49,76 @@ def asset_text(name: str) -> str:
     return resources.files(__package__).joinpath("assets").joinpath(name).read_text("utf-8")
 
 
-def bundle(names: list[str]) -> str:
-    """The ES modules ``names`` (in dependency order) as one script, each in its own scope.
-
-    A module's ``import {a, b} from "./m.js"`` becomes a read of module ``m``'s
-    exports, so the page needs no loader and works from ``file://``, where
-    browsers refuse to import one file from another.
+def imports(name: str) -> list[str]:
+    """The modules ``assets/<name>`` imports, in its order.
 
     Example:
-        >>> script = bundle(["format.js"])
+        >>> imports("viewer.js")
+        ['api.js', 'app.js']
+
+        `MODULES` is app.js and every module imported from there, no more:
+
+        >>> {m for n in MODULES for m in imports(n)} == set(MODULES) - {"app.js"}
+        True
+    """
+    return [f"{stem}.js" for _what, stem in _IMPORT.findall(asset_text(name))]
+
+
+def bundle(names: list[str]) -> str:
+    """The ES modules ``names`` and every module they import, each once and after its
+    imports, as one script with each module in its own scope.
+
+    A module's ``import {a, b} from "./m.js"`` becomes a read of module ``m``'s
+    exports (``import * as m`` all of them), so the page needs no loader and
+    works from ``file://``, where browsers refuse to import one file from another.
+
+    Example:
+        >>> script = bundle(["axes.js"])
         >>> script.startswith("const __format = (() => {"), "export function" in script
         (True, False)
     """
-    parts = []
+    order: list[str] = []
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            raise ValueError(f"the assets import in a circle: {' -> '.join((*path, name))}")
+        if name not in order:
+            for imported in imports(name):
+                visit(imported, (*path, name))
+            order.append(name)
+
     for name in names:
-        text = asset_text(name)
-        stem = name.removesuffix(".js")
-        exported = _EXPORT.findall(text)
-        body = _IMPORT.sub(lambda m: f"const {{{m.group(1)}}} = __{m.group(2)};", text)
-        body = re.sub(r"^export ", "", body, flags=re.M)
-        parts.append(
-            f"const __{stem} = (() => {{\n{body}\nreturn {{ {', '.join(exported)} }};\n}})();"
-        )
-    return "\n".join(parts)
+        visit(name, ())
+    return "\n".join(_scoped(name) for name in order)
+
+
+def _scoped(name: str) -> str:
+    text = asset_text(name)
+    exported = _EXPORT.findall(text)
+    body = _IMPORT.sub(_binding, text)
+    body = re.sub(r"^export ", "", body, flags=re.M)
+    stem = name.removesuffix(".js")
+    return f"const __{stem} = (() => {{\n{body}\nreturn {{ {', '.join(exported)} }};\n}})();"
+
+
+def _binding(match: re.Match[str]) -> str:
+    what, stem = match.groups()
+    if what.startswith("*"):
+        return f"const {what.split()[-1]} = __{stem};"
+    return f"const {what} = __{stem};"
+
+
+def vocabulary_script() -> str:
+    """The lists the pages' modules read (``state.js``'s ``readVocabulary``) as a JSON
+    block: the statistics a step can store and the severities of findings, both in the
+    core's order, so that no page types them again.
+
+    Example:
+        >>> vocabulary_script().startswith('<script type="application/json" id="histoscope-voc')
+        True
+    """
+    words = {"stats": list(_core.STAT_NAMES), "severities": list(SEVERITIES)}
+    return (
+        '<script type="application/json" id="histoscope-vocabulary">'
+        f"{json.dumps(words, separators=(',', ':'))}</script>\n"
+    )

@@ -5,7 +5,7 @@
 // is announced when it changes. The range's ends are steps or null: from the first step, or
 // to the last one (following the steps a growing run adds).
 
-import { positionAt } from "./format.js";
+import { positionAt } from "./state.js";
 
 const PAGE_SHARE = 0.1; // Page Up and Page Down move a thumb this share of the steps
 

@@ -1,130 +1,13 @@
-// histoscope: drawing one card's panels (ridgeline, overlay of runs, heatmap, percentile
-// bands over steps) as SVG, with nice ticks that never clip and a linear or log count axis.
+// histoscope: drawing a card's other panels (the overlay of runs, the heatmap, and the
+// percentile bands over steps) as SVG; the ridgeline is ridgeline.js's.
 
-import { formatValue, niceTicks, svgElement, runColour, runHue, viridis, rgb } from "./format.js";
+import { formatValue, niceTicks, svgElement, runColour, viridis, rgb } from "./format.js";
+import { PANEL, countLevel, leftLabel, panel, plotWidth, topCount, valueAxis } from "./axes.js";
+import { ridgePath } from "./ridgeline.js";
 
-export const PANEL = { width: 400, left: 46, right: 14, top: 18, bottom: 24 };
-const PLOT_WIDTH = PANEL.width - PANEL.left - PANEL.right;
+const PLOT_WIDTH = plotWidth(PANEL);
 export const BP_NAMES = ["minimum", "6.68th percentile", "15.87th percentile", "30.85th percentile",
   "median", "69.15th percentile", "84.13th percentile", "93.32nd percentile", "maximum"];
-
-// Fraction (0 to 1) of the axis a count reaches; on a log axis counts below `floor` sit at 0.
-export function countLevel(count, top, log) {
-  if (!(top > 0) || !(count > 0)) return 0;
-  if (!log) return Math.min(1, count / top);
-  const floor = top >= 10 ? 1 : top / 1000;
-  if (count <= floor) return 0;
-  return Math.min(1, Math.log10(count / floor) / Math.log10(top / floor));
-}
-
-function panel(run, label, height, title) {
-  const svg = svgElement("svg", {
-    viewBox: "0 0 " + PANEL.width + " " + height, class: "panel", "data-run": run,
-    role: "img", "aria-label": label,
-  });
-  const text = svgElement("text", { x: PANEL.width - PANEL.right, y: 12, "text-anchor": "end", class: "panel-title" }, svg);
-  text.textContent = title === undefined ? run : title;
-  return svg;
-}
-
-// Tick labels near an end are anchored inward so none is clipped at the panel's edge.
-function anchorFor(x) {
-  if (x - PANEL.left < 24) return "start";
-  if (PANEL.width - PANEL.right - x < 24) return "end";
-  return "middle";
-}
-
-// `whole`: ticks at whole numbers only, as steps are, so a range of a few steps is not
-// labelled 9, 9, 10, 10.
-function valueAxis(svg, lo, hi, bottom, format, whole) {
-  const group = svgElement("g", { class: "axis", "aria-hidden": "true" }, svg);
-  svgElement("line", { x1: PANEL.left, x2: PANEL.width - PANEL.right, y1: bottom, y2: bottom }, group);
-  const x = (v) => PANEL.left + ((v - lo) / (hi - lo || 1)) * PLOT_WIDTH;
-  for (const v of niceTicks(lo, hi, 4).filter((t) => !whole || Number.isInteger(t))) {
-    svgElement("line", { x1: x(v), x2: x(v), y1: bottom, y2: bottom + 4 }, group);
-    const label = svgElement("text", { x: x(v), y: bottom + 15, "text-anchor": anchorFor(x(v)), class: "tick" }, group);
-    label.textContent = (format || formatValue)(v);
-  }
-  return group;
-}
-
-function leftLabel(group, y, text) {
-  const label = svgElement("text", { x: PANEL.left - 5, y: y + 4, "text-anchor": "end" }, group);
-  label.textContent = text;
-}
-
-function binX(edges) {
-  const lo = edges[0], hi = edges[edges.length - 1];
-  return (v) => PANEL.left + ((v - lo) / (hi - lo || 1)) * PLOT_WIDTH;
-}
-
-// A closed outline of per-bin counts as steps over equal bins, standing on `base`.
-function outline(edges, counts, x, y, base) {
-  let d = "M" + x(edges[0]).toFixed(1) + "," + base.toFixed(1);
-  counts.forEach((c, i) => {
-    const top = y(c).toFixed(1);
-    d += "L" + x(edges[i]).toFixed(1) + "," + top + "L" + x(edges[i + 1]).toFixed(1) + "," + top;
-  });
-  return d + "L" + x(edges[edges.length - 1]).toFixed(1) + "," + base.toFixed(1) + "Z";
-}
-
-function topCount(rows) {
-  let top = 0;
-  for (const row of rows) for (const c of row) if (c > top) top = c;
-  return top;
-}
-
-// Ridgeline: one ridge per step, earliest at the back and darkest; the chosen step is
-// drawn over them in the accent colour and the step before it as a dashed outline.
-export function drawRidgeline(tag, edges, entry, view) {
-  const height = 160;
-  const bottom = height - PANEL.bottom;
-  const rows = entry.counts;
-  const current = entry.current, previous = entry.previous;
-  const top = topCount(rows.concat(current ? [current.counts] : [], previous ? [previous.counts] : []));
-  const plot = bottom - PANEL.top;
-  const ridge = rows.length > 1 ? plot * 0.45 : plot;
-  const gap = rows.length > 1 ? (plot - ridge) / (rows.length - 1) : 0;
-  const x = binX(edges);
-  const steps = entry.steps;
-  const label = tag + ", " + entry.run + ", ridgeline of " + steps.length + " steps" +
-    (current ? ", step " + current.step + " marked" : "");
-  const svg = panel(entry.run, label, height);
-  const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
-  const baseOf = (i) => PANEL.top + ridge + i * gap;
-  const hue = runHue(entry.run);
-  rows.forEach((counts, i) => {
-    const base = baseOf(i);
-    const y = (c) => base - countLevel(c, top, view.log) * ridge;
-    const lightness = rows.length > 1 ? 22 + (40 * i) / (rows.length - 1) : 40;
-    svgElement("path", { d: outline(edges, counts, x, y, base), class: "ridge",
-      fill: "hsl(" + hue + " 60% " + lightness.toFixed(0) + "%)", "data-step": String(steps[i]) }, svg);
-  });
-  if (steps.length) {
-    leftLabel(axis, baseOf(0), String(steps[0]));
-    if (steps.length > 1) leftLabel(axis, baseOf(steps.length - 1), String(steps[steps.length - 1]));
-    const title = svgElement("text", { x: 4, y: 12 }, axis);
-    title.textContent = view.log ? "step (log count)" : "step";
-  }
-  // The chosen step stands where its step falls between the drawn ridges.
-  let chosenBase = bottom;
-  if (current && steps.length > 1) {
-    const span = steps[steps.length - 1] - steps[0] || 1;
-    const at = Math.min(1, Math.max(0, (current.step - steps[0]) / span));
-    chosenBase = baseOf(at * (steps.length - 1));
-  }
-  const y = (c) => chosenBase - countLevel(c, top, view.log) * ridge;
-  if (previous) {
-    svgElement("path", { d: outline(edges, previous.counts, x, y, chosenBase), class: "previous",
-      "data-step": String(previous.step) }, svg);
-  }
-  if (current) {
-    svgElement("path", { d: outline(edges, current.counts, x, y, chosenBase), class: "current chosen",
-      "data-step": String(current.step) }, svg);
-  }
-  svg.dataset.step = current ? String(current.step) : "";
-  return { svg, x: (i) => (x(edges[i]) + x(edges[i + 1])) / 2, y };
-}
 
 // Every shown run's counts at the chosen step on the same bins, one outline per run.
 export function drawOverlay(tag, edges, entries, view) {
@@ -132,8 +15,11 @@ export function drawOverlay(tag, edges, entries, view) {
   const bottom = height - PANEL.bottom;
   const plot = bottom - PANEL.top;
   const top = topCount(entries.flatMap((e) => [e.current, e.previous].filter(Boolean).map((s) => s.counts)));
-  const x = binX(edges);
-  const y = (c) => bottom - countLevel(c, top, view.log) * plot;
+  const bins = edges.length - 1;
+  const edge = (i) => PANEL.left + (i / bins) * PLOT_WIDTH;
+  const rise = (c) => countLevel(c, top, view.log) * plot;
+  const outline = (counts, attributes) => svgElement("path", {
+    d: ridgePath(counts, edge, rise), transform: "translate(0 " + bottom + ")", ...attributes }, svg);
   const steps = entries.filter((e) => e.current).map((e) => e.run + " step " + e.current.step);
   const svg = panel("", tag + ", every shown run at the chosen step: " + (steps.join(", ") || "no steps"), height, "");
   svg.dataset.run = entries.map((e) => e.run).join(",");
@@ -145,18 +31,17 @@ export function drawOverlay(tag, edges, entries, view) {
   title.textContent = view.log ? "count (log)" : "count";
   for (const entry of entries) {
     if (entry.previous) {
-      svgElement("path", { d: outline(edges, entry.previous.counts, x, y, bottom), class: "previous",
-        stroke: runColour(entry.run), "data-step": String(entry.previous.step), "data-run": entry.run }, svg);
+      outline(entry.previous.counts, { class: "previous", stroke: runColour(entry.run),
+        "data-step": String(entry.previous.step), "data-run": entry.run });
     }
     if (entry.current) {
-      svgElement("path", { d: outline(edges, entry.current.counts, x, y, bottom), class: "overlay-run current",
-        stroke: runColour(entry.run), fill: runColour(entry.run), "data-run": entry.run,
-        "data-step": String(entry.current.step) }, svg);
+      outline(entry.current.counts, { class: "overlay-run current", stroke: runColour(entry.run),
+        fill: runColour(entry.run), "data-run": entry.run, "data-step": String(entry.current.step) });
     }
   }
   const current = entries.find((e) => e.current);
   svg.dataset.step = current ? String(current.current.step) : "";
-  return { svg, x: (i) => (x(edges[i]) + x(edges[i + 1])) / 2, y };
+  return { svg, x: (i) => PANEL.left + ((i + 0.5) / bins) * PLOT_WIDTH, y: (c) => bottom - rise(c) };
 }
 
 // Steps down, value bins across, colour for the count (viridis, with its legend).

@@ -2,10 +2,10 @@
 // the shared bins of the chosen step, Up and Down the steps. Over steps: Left and Right walk
 // the steps, Up and Down the percentiles. N and P change run; T, S, B, R and H as on every page.
 
-import { formatValue, svgElement, positionAt } from "./format.js";
+import * as a11y from "./a11y.js";
+import { formatValue, svgElement } from "./format.js";
 import { BP_NAMES } from "./draw.js";
-
-const a11y = window.histoscopeA11y;
+import { positionAt } from "./state.js";
 
 export function makeKeys(app) {
   const { state } = app;

@@ -3,11 +3,13 @@
 // that step, S plays the row as sound. A canvas per section keeps a 300-layer model to a
 // handful of page elements.
 
+import * as a11y from "./a11y.js";
 import { formatValue, viridis, rgb, svgElement } from "./format.js";
+import { keyMatcher } from "./sections.js";
+import { notable } from "./state.js";
 
-const a11y = window.histoscopeA11y;
-
-export const STAT_NAMES = {
+// What the overview can colour its cells by (viewer.OVERVIEW_STATS), as the page says them.
+export const OVERVIEW_STATS = {
   std: "standard deviation", absmax: "largest absolute value", zeros: "share of zeros",
   nonfinite: "nonfinite count", mean: "mean",
 };
@@ -28,13 +30,15 @@ function levels(values) {
   return { level, log, lo: finite.length ? Math.min(...finite) : null, hi: finite.length ? Math.max(...finite) : null };
 }
 
-export function makeOverview(app, container) {
-  const { state } = app;
+export function makeOverview(app) {
+  const { state, $ } = app;
+  const container = $("overview");
   const grids = [];
   let answer = null;
+  let loadedKey = "";
 
   function findingsOf(tag, run) {
-    return state.findings.filter((f) => f.key === tag && f.run === run && f.severity !== "info");
+    return state.findings.filter((f) => f.key === tag && f.run === run && notable(state, f));
   }
 
   function drawGrid(grid) {
@@ -82,7 +86,7 @@ export function makeOverview(app, container) {
     const step = answer.steps[grid.col];
     const value = (answer.rows[tag] || [])[grid.col];
     const found = findingsOf(tag, answer.run);
-    return tag + ", step " + step + ", " + STAT_NAMES[answer.stat] + " " + formatValue(value) +
+    return tag + ", step " + step + ", " + OVERVIEW_STATS[answer.stat] + " " + formatValue(value) +
       (found.length ? "; finding: " + found.map((f) => f.kind + " (" + f.severity + ")").join(", ") : "") +
       "; key " + (grid.row_ + 1) + " of " + grid.tags.length;
   }
@@ -150,7 +154,7 @@ export function makeOverview(app, container) {
     const high = svgElement("text", { x: 140, y: 24, "text-anchor": "end" }, svg);
     high.textContent = formatValue(scale.hi);
     const name = document.createElement("span");
-    name.textContent = STAT_NAMES[stat] + (scale.log ? " (log scale)" : "") + "; grey: not logged";
+    name.textContent = OVERVIEW_STATS[stat] + (scale.log ? " (log scale)" : "") + "; grey: not logged";
     box.appendChild(name);
     return box;
   }
@@ -175,7 +179,7 @@ export function makeOverview(app, container) {
       node.setAttribute("role", "application");
       node.setAttribute("aria-roledescription", "overview grid");
       node.setAttribute("aria-label", section.name + " overview of run " + answer.run + ": " + section.tags.length +
-        " keys by " + answer.steps.length + " steps, coloured by " + STAT_NAMES[answer.stat] +
+        " keys by " + answer.steps.length + " steps, coloured by " + OVERVIEW_STATS[answer.stat] +
         ". Arrows move, Enter opens the card at that step, S plays the row.");
       node.dataset.section = section.name;
       const canvas = document.createElement("canvas");
@@ -216,9 +220,27 @@ export function makeOverview(app, container) {
     }
   }
 
-  async function load(run, stat) {
+  // The chosen run's overview, asked for again when the run, the statistic or the run's
+  // data changed (or when `force`d), then drawn.
+  async function loadOverview(force) {
+    const run = $("overview-run").value || app.shownRuns()[0];
+    const stat = $("overview-stat").value;
+    const key = run + "|" + stat + "|" + JSON.stringify(state.versions[run]);
+    if (!force && key === loadedKey) return;
+    loadedKey = key;
     answer = run ? await app.source.overview(run, stat) : null;
+    drawOverview();
   }
 
-  return { load, render, grids };
+  // The grids of the keys the filter lets through, section by section.
+  function drawOverview() {
+    const matches = keyMatcher(state.filter);
+    render(state.sections.map((s) => ({ name: s.name, tags: s.shown.filter(matches) })));
+  }
+
+  $("overview-run").addEventListener("change", () => loadOverview(true));
+  $("overview-stat").addEventListener("change", () => loadOverview(true));
+  $("overview-stat").replaceChildren(...Object.entries(OVERVIEW_STATS).map(([value, name]) => new Option(name, value)));
+
+  return { loadOverview, drawOverview };
 }

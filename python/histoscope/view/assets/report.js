@@ -2,9 +2,7 @@
 // from file:// with no server and no network. The data is gzip-compressed JSON in base64.
 
 import { start } from "./app.js";
-import { positionAt } from "./format.js";
-
-const STAT_COLUMNS = ["count", "min", "max", "mean", "std", "nonfinite"];
+import { positionAt, readVocabulary } from "./state.js";
 
 // One step's statistic for the overview, as viewer.overview_value computes it on the server.
 function overviewValue(stat, stats, quantiles, i) {
@@ -47,7 +45,7 @@ function thin(n, most) {
   return [...out];
 }
 
-export function embeddedSource(data) {
+export function embeddedSource(data, statNames) {
   // Percentiles are worked out from the counts when first asked for, to keep the file small.
   const quantilesOf = (card, entry) => {
     if (!entry.quantiles) entry.quantiles = entry.counts.map((c) => percentiles(card.edges, c));
@@ -56,7 +54,7 @@ export function embeddedSource(data) {
   const stepsOf = (runs) => [...new Set(runs.flatMap((run) => data.steps[run] || []))].sort((a, b) => a - b);
   const at = (entry, i) => (i < 0 ? null : {
     step: entry.steps[i], counts: entry.counts[i],
-    stats: Object.fromEntries(STAT_COLUMNS.map((name) => [name, entry.stats[name][i]])),
+    stats: Object.fromEntries(statNames.filter((name) => name in entry.stats).map((name) => [name, entry.stats[name][i]])),
   });
   return {
     live: false,
@@ -116,4 +114,4 @@ async function embedded() {
   return JSON.parse(await new Response(stream).text());
 }
 
-embedded().then((data) => start(embeddedSource(data)));
+embedded().then((data) => start(embeddedSource(data, readVocabulary().stats)));
