@@ -50,8 +50,8 @@ import numpy as np
 
 import histoscope
 import histoscope.dask
-from histoscope.export import export_parquet
-from histoscope.tidy import to_pandas
+from histoscope.read.export import export_parquet
+from histoscope.read.tidy import to_pandas
 
 
 def _write_run(path: Path, rng: np.random.Generator, tags: int, steps: int, buckets: int) -> None:

@@ -43,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from histoscope.histogram import Histogram, bin_prepared
+from histoscope.write.histogram import Histogram, bin_prepared
 
 BINS = 50
 TARGETS = {"numpy": 10.0, "fast-histogram": 4.0}

@@ -2,7 +2,7 @@
 
 What is measured
 ----------------
-``histoscope.html.render(chart)`` on charts of normal samples drifting over the
+``histoscope.render(chart)`` on charts of normal samples drifting over the
 steps (the shape of trained weights), at 30 bins and 51 steps (the reader's
 default view) and 1,000 steps. The time is the best of ``--repeat`` calls
 after one warm-up call (which also reads the page's CSS and JavaScript
@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from histoscope import TensorBoardChart
-from histoscope.html import render
+from histoscope.view.html import render
 
 
 def drifting_chart(steps: int, bins: int = 30) -> TensorBoardChart:

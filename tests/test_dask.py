@@ -13,7 +13,7 @@ import pytest
 
 import histoscope
 import histoscope.dask
-from histoscope.tidy import to_pandas
+from histoscope.read.tidy import to_pandas
 
 KEY = ["run", "tag", "step"]
 BUCKETS = ["left", "right", "count"]

@@ -15,8 +15,8 @@ import pytest
 
 import histoscope
 from histoscope.cli import main
-from histoscope.export import export_parquet
-from histoscope.tidy import to_pandas
+from histoscope.read.export import export_parquet
+from histoscope.read.tidy import to_pandas
 
 KEY = ["run", "tag", "step"]
 

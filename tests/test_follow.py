@@ -11,8 +11,8 @@ import pytest
 from tensorboard.plugins.distribution.compressor import compress_histogram
 
 import histoscope
-from histoscope import follow
-from histoscope.follow import LogdirIndex
+from histoscope.view import follow
+from histoscope.view.follow import LogdirIndex
 
 FIXTURES = [
     "tf2_summary",

@@ -13,13 +13,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from histoscope import _core
-from histoscope.histogram import (
+from histoscope._args import bins_or_edges, value_range
+from histoscope.write.histogram import (
     MAX_BINS,
     Histogram,
     _bin_with_torch,
     bin_prepared,
-    check_bins,
-    check_range,
     prepare_values,
     prepare_weights,
 )
@@ -391,7 +390,7 @@ def test_changing_values_after_prepare_values_does_not_change_the_histogram() ->
     prepared_weights = prepare_weights(weights, prepared)
     values[:] = -1.0
     weights[:] = 7.0
-    h = bin_prepared(prepared, check_bins(4), None, prepared_weights)
+    h = bin_prepared(prepared, bins_or_edges(4), None, prepared_weights)
     np.testing.assert_array_equal(h.counts, [25, 25, 25, 25])
     assert h.min == 0
 
@@ -400,7 +399,7 @@ def test_changing_a_tensor_after_prepare_values_does_not_change_the_histogram() 
     tensor = torch.arange(100.0)
     prepared = prepare_values(tensor)
     tensor.mul_(-1)
-    h = bin_prepared(prepared, check_bins(4))
+    h = bin_prepared(prepared, bins_or_edges(4))
     np.testing.assert_array_equal(h.counts, [25, 25, 25, 25])
 
 
@@ -493,7 +492,7 @@ def test_the_device_path_equals_the_numpy_path(dtype) -> None:
     if dtype.is_floating_point:
         tensor[0, :7] = float("nan")
         tensor[1, :3] = float("inf")
-    for bins, range_ in ((check_bins(17), None), (check_bins(9), (-5.0, 5.5))):
+    for bins, range_ in ((bins_or_edges(17), None), (bins_or_edges(9), (-5.0, 5.5))):
         on_device = _bin_with_torch(tensor, bins, range_)
         in_rust = bin_prepared(prepare_values(tensor), bins, range_)
         np.testing.assert_array_equal(on_device.edges, in_rust.edges)
@@ -505,7 +504,7 @@ def test_the_device_path_equals_the_numpy_path(dtype) -> None:
 def test_the_device_path_with_edges_weights_and_edge_cases() -> None:
     values = torch.tensor([-1.0, 0.0, 0.5, 1.0, 2.0, float("nan"), 1.0, 7.0])
     weights = torch.tensor([1.0, 2.0, 0.0, 4.0, 0.5, 3.0, 1.0, 2.0])
-    edges = check_bins([-1.0, 0.0, 0.5, 2.0])
+    edges = bins_or_edges([-1.0, 0.0, 0.5, 2.0])
     on_device = _bin_with_torch(values, edges, None, weights)
     in_rust = bin_prepared(values.numpy(), edges, None, weights.numpy())
     np.testing.assert_array_equal(on_device.counts, in_rust.counts)
@@ -513,7 +512,10 @@ def test_the_device_path_with_edges_weights_and_edge_cases() -> None:
     assert on_device.stats == pytest.approx(in_rust.stats, rel=1e-12)
     assert (on_device.nonfinite, on_device.above, on_device.max) == (3, 2, 7)
     for empty in (torch.zeros(0), torch.full((5,), float("nan")), torch.full((3,), 2.0)):
-        a, b = _bin_with_torch(empty, check_bins(4)), bin_prepared(empty.numpy(), check_bins(4))
+        a, b = (
+            _bin_with_torch(empty, bins_or_edges(4)),
+            bin_prepared(empty.numpy(), bins_or_edges(4)),
+        )
         np.testing.assert_array_equal(a.edges, b.edges)
         np.testing.assert_array_equal(a.counts, b.counts)
         assert a.stats == pytest.approx(b.stats, nan_ok=True)
@@ -531,8 +533,8 @@ def test_numpy_weights_with_tensor_values_and_the_reverse() -> None:
 
 
 def test_check_range_returns_floats() -> None:
-    assert check_range(np.array([-1, 2]), 5) == (-1.0, 2.0)
-    assert check_range(None, check_bins([0, 1])) is None
+    assert value_range(np.array([-1, 2]), 5) == (-1.0, 2.0)
+    assert value_range(None, bins_or_edges([0, 1])) is None
 
 
 # --- the core's edge rules, asked rather than repeated -------------------------------------------
@@ -540,9 +542,9 @@ def test_check_range_returns_floats() -> None:
 
 def test_the_bin_limit_is_the_cores() -> None:
     assert MAX_BINS == _core.MAX_BINS == 512
-    assert check_bins(_core.MAX_BINS) == _core.MAX_BINS
+    assert bins_or_edges(_core.MAX_BINS) == _core.MAX_BINS
     with pytest.raises(ValueError, match=f"from 1 to {_core.MAX_BINS} or increasing edges"):
-        check_bins(_core.MAX_BINS + 1)
+        bins_or_edges(_core.MAX_BINS + 1)
     with pytest.raises(ValueError, match="bins must be from 1 to 512, got 0"):
         _core.check_bin_count(0)
     with pytest.raises(ValueError, match="edges must increase, got 1 after 1 at index 2"):
@@ -572,8 +574,8 @@ def test_default_range_is_numpys_and_widens_large_constants() -> None:
 @pytest.mark.parametrize("value", [1e20, -3e300, 7.0])
 def test_a_large_constant_gets_the_same_bins_on_device_and_in_rust(value: float) -> None:
     tensor = torch.full((10,), value, dtype=torch.float64)
-    on_device = _bin_with_torch(tensor, check_bins(30))
-    in_rust = bin_prepared(tensor.numpy(), check_bins(30))
+    on_device = _bin_with_torch(tensor, bins_or_edges(30))
+    in_rust = bin_prepared(tensor.numpy(), bins_or_edges(30))
     np.testing.assert_array_equal(on_device.edges, in_rust.edges)
     assert np.all(np.diff(in_rust.edges) > 0)
     assert in_rust.counts.sum() == on_device.counts.sum() == 10

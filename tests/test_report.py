@@ -21,7 +21,8 @@ from tensorboard.backend.event_processing import event_accumulator
 
 import histoscope
 from histoscope import _core
-from histoscope.report import build_report, bundle
+from histoscope.view.page import bundle
+from histoscope.view.report import build_report
 
 pytest_plugins = ["browser"]  # the browser, open_page and screenshot fixtures
 

@@ -17,6 +17,7 @@ import pytest
 
 import histoscope as hs
 from histoscope import DamagedFileWarning
+from histoscope.write.options import DEFAULT_BINS
 
 
 def read_back(run_dir: Path, tag: str):
@@ -25,7 +26,9 @@ def read_back(run_dir: Path, tag: str):
         return hs.load_histograms(run_dir.parent, runs=[run_dir.name])[tag][run_dir.name]
 
 
-def assert_logged_like_numpy(series, i: int, values: np.ndarray, bins=50, range=None) -> None:
+def assert_logged_like_numpy(
+    series, i: int, values: np.ndarray, bins=DEFAULT_BINS, range=None
+) -> None:
     finite = values[np.isfinite(values)].astype(np.float64)
     counts, edges = np.histogram(finite, bins=bins, range=range)
     got = series.buckets[i]
@@ -277,8 +280,8 @@ def test_exception_in_the_training_loop_still_flushes(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import sys, time, numpy as np, histoscope as hs
-    import histoscope.run
-    histoscope.run.FLUSH_SECONDS = 0.2
+    import histoscope.write.writer
+    histoscope.write.writer.FLUSH_SECONDS = 0.2
     run = hs.init("p", run_name="killed", dir=sys.argv[1])
     rng = np.random.default_rng(0)
     for step in range(100000):
@@ -312,8 +315,8 @@ def test_a_run_killed_mid_training_reads_back_up_to_the_last_flush(tmp_path: Pat
 FULL_DISK_CHILD = textwrap.dedent(
     """
     import resource, signal, sys, numpy as np, histoscope as hs
-    import histoscope.run
-    histoscope.run.FLUSH_SECONDS = 0.05
+    import histoscope.write.writer
+    histoscope.write.writer.FLUSH_SECONDS = 0.05
     run = hs.init("p", run_name="full", dir=sys.argv[1])
     # Files may not grow past 64 KiB from here on: the disk is "full".
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -405,7 +408,7 @@ def test_add_histogram_waits_for_a_slow_writer_at_the_bound(tmp_path: Path) -> N
     gate.set()
     fourth.join()
     run.finish()
-    assert run.backlog == hs.run.Backlog(pending_bytes=0, waiting=0, dropped=0, unwritten=0)
+    assert run.backlog == hs.write.run.Backlog(pending_bytes=0, waiting=0, dropped=0, unwritten=0)
     assert read_back(run.dir, "x").steps.tolist() == [0, 1, 2, 3]
     assert read_back(run.dir, "gate").steps.tolist() == [0]
 
@@ -461,7 +464,7 @@ def test_finish_and_flush_do_not_hang_on_a_dead_writer(tmp_path: Path) -> None:
     run.add_histogram("before", np.arange(10.0), step=0)
     run.flush()
     run.log({"boom": gated_histogram(gate, SystemExit("writer killed"))}, step=0)
-    wait_until(lambda: not run._thread.is_alive())
+    wait_until(lambda: not run._writer.alive)
     run.add_histogram("x", np.ones(MB // 8), step=0)
     run.add_histogram("x", np.ones(MB // 8), step=1)  # the bound does not wait on a dead writer
     run.log({"loss": 0.5}, step=0)

@@ -14,9 +14,10 @@ import pytest
 import s3fs  # noqa: F401  (the filesystem fsspec uses for s3://)
 
 import histoscope
-from histoscope import DamagedFileWarning, storage
+from histoscope import DamagedFileWarning
 from histoscope.cli import main
-from histoscope.tidy import to_pandas
+from histoscope.read import storage
+from histoscope.read.tidy import to_pandas
 
 BUCKET = "histograms"
 UPLOADED = ("torch_writer", "restart", "corrupt", "truncated", "tf2_summary")

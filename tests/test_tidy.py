@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import histoscope
-from histoscope import tidy
+from histoscope.read import tidy
 
 STATS = dict(zip(tidy.STAT_COLUMNS, histoscope._core.STAT_NAMES))
 

@@ -21,8 +21,8 @@ from browser import AUDIO_PROBE, write_thousand_keys
 from playwright.sync_api import Browser, Locator, Page, expect
 
 import histoscope
-from histoscope import viewer
-from histoscope.follow import LogdirIndex
+from histoscope.view import viewer
+from histoscope.view.follow import LogdirIndex
 
 pytest_plugins = ["browser"]  # the browser and screenshot fixtures
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import histoscope as hs
 from histoscope import DamagedFileWarning
-from histoscope._batched import bin_tensors, bin_tensors_with_torch
+from histoscope.write.batched import bin_tensors, bin_tensors_with_torch
 
 
 def small_cnn() -> torch.nn.Module:
@@ -384,7 +384,7 @@ def test_a_span_of_a_few_subnormals_gets_numpys_edges_on_both_paths() -> None:
 
 
 def test_the_batched_torch_kernels_split_large_batches(monkeypatch) -> None:
-    from histoscope import _batched
+    from histoscope.write import batched as _batched
 
     monkeypatch.setattr(_batched, "DEVICE_CHUNK_VALUES", 100)
     tensors = [torch.randn(60), torch.randn(70), torch.randn(250), torch.zeros(3)]

@@ -29,7 +29,6 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
 
 from .diagnose import Finding, diagnose
 from .errors import DamagedFileWarning, HistoscopeWarning
-from .log import Histogram, Run, finish, init, log, watch
 from .read import (
     HistogramSeries,
     TensorBoardChart,
@@ -39,6 +38,7 @@ from .read import (
     to_pandas,
 )
 from .view import render, save_html, show
+from .write import Histogram, Run, finish, init, log, watch
 
 __all__ = [
     "DamagedFileWarning",

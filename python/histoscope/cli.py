@@ -8,15 +8,14 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from . import __version__, _core
-from .read.reader import _check_logdir
+from . import __version__, _args, _core
 
 __all__ = ["main"]
 
 
 def _list_logdir(logdir: str, out: TextIO) -> int:
     """Prints each run, its histogram tags with their steps, and what was skipped."""
-    path = _check_logdir(logdir)
+    path = _args.logdir_path(logdir)
     loaded = _core.load_histograms(path)
     by_run: dict[str, list[_core.SeriesRecord]] = {run: [] for run in loaded.runs}
     for series in loaded.series:

@@ -38,7 +38,7 @@ def run_demo(out: str | Path, *, steps: int = 300, stream: TextIO = sys.stdout) 
         PosixPath('histoscope-demo/logs/demo')
     """
     import histoscope
-    from histoscope.report import write_report
+    from histoscope.view.report import write_report
 
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a whole number of at least 1, got {steps!r}")

@@ -25,6 +25,7 @@ __all__ = [
     "HistoscopeError",
     "HistoscopeWarning",
     "NotFoundWarning",
+    "NotWholeNumberError",
     "RequestError",
     "RequestNotFoundError",
     "UnloggedWarning",
@@ -45,7 +46,7 @@ class NotFoundWarning(HistoscopeWarning):
 
 
 class UnloggedWarning(HistoscopeWarning):
-    """A value `Run.log` or `watch` was handed could not be logged; said once per cause."""
+    """A tensor a watch captured could not be binned: only its histogram is lost, said once."""
 
 
 class DroppedHistogramWarning(HistoscopeWarning):
@@ -58,6 +59,10 @@ class UnwrittenWarning(HistoscopeWarning):
 
 class HistoscopeError(Exception):
     """An error of histoscope's own (argument errors are Python's own classes)."""
+
+
+class NotWholeNumberError(HistoscopeError, TypeError, ValueError):
+    """A number with a fraction where a whole number is needed: a TypeError and a ValueError."""
 
 
 class RequestError(HistoscopeError):

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .. import _core
-from ..read.reader import HistogramSeries, _names, _warn_reports, load_histograms
+from .. import _args, _core
+from ..read.reader import HistogramSeries, _warn_reports, load_histograms
 from ..read.storage import resolve_logdirs
 
 __all__ = ["KINDS", "ROLES", "SEVERITIES", "Finding", "diagnose"]
@@ -144,7 +144,7 @@ def diagnose(
 
 
 def _checked_kinds(kinds: Iterable[str] | None) -> list[str] | None:
-    names = _names(kinds, "kinds")
+    names = _args.names(kinds, "kinds")
     for name in names or []:
         if name not in KINDS:
             raise ValueError(f"kinds: unknown kind {name!r}, expected some of {', '.join(KINDS)}")

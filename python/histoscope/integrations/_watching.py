@@ -2,8 +2,8 @@
 
 Example:
     >>> import tempfile, torch
-    >>> options = dict(log="all", every=1, filter=None, bins=8, activations=False)
-    >>> watching = Watching(None, "demo", **options)
+    >>> from histoscope.write.options import WatchOptions
+    >>> watching = Watching(None, "demo", every=1, options=WatchOptions(log="all", bins=8))
     >>> watching.start(torch.nn.Linear(2, 1), tempfile.mkdtemp(), default_every=1, step=lambda: 0)
     >>> watching.capture_if_due()
     >>> watching.stop()
@@ -13,11 +13,14 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..log.run import Run, init
-from ..log.watch import Filter, Watch
+from .. import _args
+from ..write.options import WatchOptions
+from ..write.run import Run, init
+from ..write.watch import Watch
 
 if TYPE_CHECKING:
     import torch
@@ -34,21 +37,13 @@ class Watching:
         run: Run | None,
         project: str,
         *,
-        log: str,
         every: int | None,
-        filter: Filter,
-        bins: int,
-        activations: bool,
+        options: WatchOptions,
     ) -> None:
         self.run = run
         self.project = project
-        self.every = every
-        self.options: dict[str, Any] = {
-            "log": log,
-            "filter": filter,
-            "bins": bins,
-            "activations": activations,
-        }
+        self.every = None if every is None else _args.whole_number(every, "every", minimum=1)
+        self.options = options
         self.watch: Watch | None = None
         self.owns_run = False
 
@@ -61,15 +56,9 @@ class Watching:
         """
         if self.run is None:
             self.run, self.owns_run = init(self.project, dir=dir), True
-        self.watch = Watch(
-            self.run,
-            model,
-            every=self.every if self.every is not None else default_every,
-            step=step,
-            all_ranks=True,
-            backward_hooks=False,
-            **self.options,
-        )
+        every = self.every if self.every is not None else default_every
+        options = dataclasses.replace(self.options, every=every, step=step, all_ranks=True)
+        self.watch = Watch(self.run, model, options, backward_hooks=False)
 
     def capture_if_due(self) -> None:
         """Captures the model if this is a logging step: just before an optimizer step."""

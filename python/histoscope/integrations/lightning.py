@@ -15,8 +15,8 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback  # type: ignore[assignment,no-redef,import-not-found,unused-ignore]
 
-from ..log.run import Run
-from ..log.watch import Filter
+from ..write.options import DEFAULT_BINS, Filter, WatchOptions
+from ..write.run import Run
 from ._watching import Watching
 
 if TYPE_CHECKING:
@@ -47,13 +47,12 @@ class HistoscopeCallback(Callback):  # type: ignore[misc,unused-ignore]
         log: str = "gradients",
         every: int | None = None,
         filter: Filter = None,
-        bins: int = 64,
+        bins: int = DEFAULT_BINS,
         activations: bool = False,
     ) -> None:
         super().__init__()
-        self._watching = Watching(
-            run, project, log=log, every=every, filter=filter, bins=bins, activations=activations
-        )
+        options = WatchOptions(log=log, filter=filter, bins=bins, activations=activations)
+        self._watching = Watching(run, project, every=every, options=options)
 
     @property
     def run(self) -> Run | None:

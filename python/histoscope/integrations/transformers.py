@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback  # type: ignore[import-not-found,unused-ignore]
 
-from ..log.run import Run
-from ..log.watch import Filter
+from ..write.options import DEFAULT_BINS, Filter, WatchOptions
+from ..write.run import Run
 from ._watching import Watching
 
 if TYPE_CHECKING:
@@ -47,12 +47,11 @@ class HistoscopeCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
         log: str = "gradients",
         every: int | None = None,
         filter: Filter = None,
-        bins: int = 64,
+        bins: int = DEFAULT_BINS,
         activations: bool = False,
     ) -> None:
-        self._watching = Watching(
-            run, project, log=log, every=every, filter=filter, bins=bins, activations=activations
-        )
+        options = WatchOptions(log=log, filter=filter, bins=bins, activations=activations)
+        self._watching = Watching(run, project, every=every, options=options)
 
     @property
     def run(self) -> Run | None:

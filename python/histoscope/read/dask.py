@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import _core
+from .. import _args, _core
 from .export import file_share, plan_run
-from .reader import Logdirs, _names
+from .reader import Logdirs
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
 from .tidy import table_of_records
 
@@ -73,7 +73,7 @@ def load_histograms(
     except ImportError as error:
         raise ImportError("histoscope.dask needs dask: pip install 'histoscope[dask]'") from error
     logdirs, several = resolve_logdirs(paths, storage_options)
-    tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
+    tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
     chosen = [r for r in find_runs(logdirs, several) if run_list is None or r.name in run_list]
     meta = _frame([])
     partitions = []

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TextIO
 
-from .. import _core
-from .reader import Logdirs, _names
+from .. import _args, _core
+from .reader import Logdirs
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
 from .tidy import STAT_COLUMNS, schema, table_of_records
 
@@ -96,7 +96,7 @@ def export_parquet(
     import pyarrow.parquet as pq
 
     logdirs, several = resolve_logdirs(logdir, storage_options)
-    tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
+    tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
     chosen = [r for r in find_runs(logdirs, several) if run_list is None or r.name in run_list]
     out = os.fspath(out)
     summary = ExportSummary(path=out, runs=len(chosen))

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import operator
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar, Union
 
-from .. import _core
+from .. import _args, _core
 from ..errors import DamagedFileWarning, HistoscopeWarning, NotFoundWarning
 from .chart import TensorBoardChart
 from .series import HistogramSeries
-from .storage import LogdirRef, _text_path, find_runs, read_runs, resolve_logdirs
+from .storage import LogdirRef, find_runs, read_runs, resolve_logdirs
 
 __all__ = [
     "HistogramSeries",
@@ -51,7 +50,7 @@ def load_histograms(
         (15, (10, 3))
     """
     logdirs, several = resolve_logdirs(logdir, storage_options)
-    tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
+    tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
     loaded = _read_series(logdirs, several, run_list, tag_list)
     _warn_reports(loaded.reports)
     by_tag: dict[str, dict[str, HistogramSeries]] = {}
@@ -93,11 +92,10 @@ def read_tensorboard_histograms(
         [0, 2, 3, 5, 6, 8, 9, 11, 12, 14]
     """
     logdirs, several = resolve_logdirs(logdir, storage_options)
-    tag_list, run_list = _names(tags, "tags"), _names(runs, "runs")
-    bins = _positive_int(bins, "bins", minimum=1)
-    _core.check_bin_count(bins)
+    tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
+    bins = _args.bin_count(bins)
     if max_steps is not None:
-        max_steps = _positive_int(max_steps, "max_steps", minimum=2)
+        max_steps = _args.whole_number(max_steps, "max_steps", minimum=2)
     charted = _read_charts(logdirs, several, bins, max_steps, run_list, tag_list)
     _warn_reports(charted.reports)
     by_tag: dict[str, dict[str, TensorBoardChart]] = {}
@@ -164,42 +162,6 @@ def _describe(logdirs: list[LogdirRef]) -> str:
     return " or ".join(repr(ref.name) for ref in logdirs)
 
 
-def _check_logdir(logdir: PathLike) -> str:
-    """``logdir`` as text: a log directory, or one events file read as a run."""
-    path = _text_path(logdir)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"log directory not found: {path!r} does not exist")
-    return path
-
-
-def _names(values: Iterable[str] | None, name: str) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        return [values]
-    if not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a list of strings, got {type(values).__name__}")
-    out = list(values)
-    for value in out:
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must hold strings, got {type(value).__name__}: {value!r}")
-    return list(dict.fromkeys(out))
-
-
-def _positive_int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int >= {minimum}, got a bool")
-    try:
-        number = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        if isinstance(value, float):
-            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}") from None
-        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__}") from None
-    if number < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {number}")
-    return number
-
-
 def _warn_reports(reports: Sequence[_core.FileReport]) -> None:
     for report in reports:
         if report.has_problems:
@@ -216,12 +178,12 @@ def _warn_missing(
 ) -> None:
     missing_runs = [run for run in runs or [] if run not in all_runs]
     for run in missing_runs:
-        warnings.warn(f"run {run!r} not found in {logdir}", HistoscopeWarning, stacklevel=3)
+        warnings.warn(f"run {run!r} not found in {logdir}", NotFoundWarning, stacklevel=3)
     found = set(found_tags)
     for tag in tags or []:
         if tag not in found:
             warnings.warn(
-                f"histogram tag {tag!r} not found in {logdir}", HistoscopeWarning, stacklevel=3
+                f"histogram tag {tag!r} not found in {logdir}", NotFoundWarning, stacklevel=3
             )
     if not found_any and not tags and not missing_runs:
         warnings.warn(f"no histograms found in {logdir}", HistoscopeWarning, stacklevel=3)

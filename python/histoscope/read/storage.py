@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .. import _core
+from .. import _args, _core
 
 __all__ = ["CHUNK_BYTES", "EventFileRef", "LogdirRef", "RunRef", "find_runs", "resolve_logdirs"]
 
@@ -99,7 +99,7 @@ def resolve_logdirs(
         items = [logdir]
     found: list[LogdirRef] = []
     for item in items:
-        path = _text_path(item)
+        path = _args.text_path(item)
         matches, pattern = _expand(path, storage_options)
         several = several or pattern
         found.extend(matches)
@@ -107,15 +107,6 @@ def resolve_logdirs(
     if several:
         _check_disjoint(unique)
     return unique, several
-
-
-def _text_path(item: object) -> str:
-    if not isinstance(item, (str, os.PathLike)):
-        raise TypeError(f"logdir must be a path (str or os.PathLike), got {type(item).__name__}")
-    path = os.fspath(item)
-    if not isinstance(path, str):
-        raise TypeError("logdir must be a text path, not bytes")
-    return path
 
 
 def _expand(path: str, storage_options: Mapping[str, Any] | None) -> tuple[list[LogdirRef], bool]:

@@ -7,7 +7,7 @@ equal the Rust path's.
 
 Example:
     >>> import torch
-    >>> from histoscope import _torch
+    >>> from histoscope.write import _torch
     >>> edges, counts, stats = _torch.bin_on_device(torch.tensor([0.0, 1.0, 1.0]), 2)
     >>> counts.tolist(), stats[0]
     ([1.0, 2.0], 3.0)

@@ -6,7 +6,7 @@ captures a PyTorch model's parameters, gradients and activations in one
 batched binning per step.
 
 Example:
-    >>> from histoscope.log import Histogram
+    >>> from histoscope.write import Histogram
     >>> Histogram([0.0, 1.0, 2.0], bins=2).counts.tolist()
     [1.0, 2.0]
 """
@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 from .histogram import Histogram
-from .run import Run, finish, init, log
-from .watch import watch
+from .run import Run, finish, init, log, watch
 
 __all__ = ["Histogram", "Run", "finish", "init", "log", "watch"]

@@ -20,27 +20,32 @@ pass ``step=`` a function returning your own step (for example
 
 from __future__ import annotations
 
-import re
 import warnings
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Union
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import UnloggedWarning
 from .batched import bin_tensors
-from .histogram import MAX_BINS, Histogram
-from ..errors import HistoscopeWarning
+from .histogram import Histogram
+from .options import WatchOptions
 
 if TYPE_CHECKING:
     import torch
 
-    from .run import Run
+__all__ = ["HistogramSink", "Watch", "unwrap"]
 
-__all__ = ["LOG_CHOICES", "Filter", "Watch", "watch"]
 
-LOG_CHOICES = ("gradients", "parameters", "all")
+class HistogramSink(Protocol):
+    """Where a watch writes: a `Run`, or anything with its ``log`` and ``closed``."""
 
-Filter = Union[str, "re.Pattern[str]", Callable[[str, Any], bool], None]
-"""Which tensors a watch logs: a regular expression searched in the name, or
-``(name, tensor) -> bool``; None logs every one."""
+    @property
+    def closed(self) -> bool:
+        """True once nothing more can be written; the watch then takes its hooks off."""
+        ...
+
+    def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
+        """Writes ``data`` (key -> `Histogram`) at ``step``."""
+        ...
 
 
 class Watch:
@@ -67,28 +72,17 @@ class Watch:
 
     def __init__(
         self,
-        run: Run,
+        sink: HistogramSink,
         model: torch.nn.Module,
+        options: WatchOptions | None = None,
         *,
-        log: str = "gradients",
-        every: int = 100,
-        filter: Filter = None,
-        bins: int = 64,
-        activations: bool = False,
-        step: Callable[[], int] | None = None,
-        all_ranks: bool = False,
         backward_hooks: bool = True,
     ) -> None:
+        options = WatchOptions() if options is None else options
         module = unwrap(model)
-        _check_arguments(log, every, filter, bins, activations, step)
-        self.run = run
+        self.sink = sink
         self.model = module
-        self.log = log
-        self.every = every
-        self.bins = bins
-        self.activations = activations
-        self._step_of = step
-        self._filter = _compile(filter)
+        self.options = options
         self._count = 0
         self._last_logged: int | None = None
         self._in_backward = False
@@ -96,12 +90,10 @@ class Watch:
         self._activations_step: int | None = None
         self._handles: list[Any] = []
         self._warned: set[str] = set()
-        self.active = all_ranks or _is_rank_zero()
-        named = [(name, p) for name, p in module.named_parameters() if self._keep(name, p)]
-        wants_parameters = log in ("parameters", "all")
-        wants_gradients = log in ("gradients", "all")
-        self._parameters = named if wants_parameters else []
-        self._gradients = [(n, p) for n, p in named if p.requires_grad] if wants_gradients else []
+        self.active = options.all_ranks or _is_rank_zero()
+        named = [(name, p) for name, p in module.named_parameters() if options.keeps(name, p)]
+        self._parameters = named if options.parameters else []
+        self._gradients = [(n, p) for n, p in named if p.requires_grad] if options.gradients else []
         self._grad_params = [p for _, p in module.named_parameters() if p.requires_grad]
         self._backward_hooks = backward_hooks
         if not self.active:
@@ -111,15 +103,26 @@ class Watch:
                 self._handles.append(_on_gradient(p, self._gradient_ready))
         if backward_hooks and not self._grad_params:
             self._handles.append(module.register_forward_hook(self._frozen_forward_ends))
-        if activations:
+        if options.activations:
             for name, leaf in module.named_modules():
                 if name and not any(True for _ in leaf.children()):
                     self._handles.append(leaf.register_forward_hook(self._activation_hook(name)))
 
     @property
+    def run(self) -> HistogramSink:
+        """Where this watch writes: the run it was started in."""
+        return self.sink
+
+    @property
+    def every(self) -> int:
+        """Steps between two captures."""
+        return self.options.every
+
+    @property
     def step(self) -> int:
         """The step the next capture is logged at: the backward passes so far, or ``step()``."""
-        return self._count if self._step_of is None else int(self._step_of())
+        step_of = self.options.step
+        return self._count if step_of is None else int(step_of())
 
     @property
     def keys(self) -> list[str]:
@@ -163,12 +166,9 @@ class Watch:
     def __repr__(self) -> str:
         state = "watching" if self.active else "removed"
         return (
-            f"Watch({type(self.model).__name__}, log={self.log!r}, every={self.every}, "
+            f"Watch({type(self.model).__name__}, log={self.options.log!r}, every={self.every}, "
             f"{len(self._parameters)} parameters, {len(self._gradients)} gradients, {state})"
         )
-
-    def _keep(self, name: str, tensor: Any) -> bool:
-        return self._filter is None or bool(self._filter(name, tensor))
 
     def _gradient_ready(self, _param: Any) -> None:
         if self._in_backward:
@@ -210,7 +210,7 @@ class Watch:
                 key = name if len(tensors) == 1 else f"{name}/{i}"
                 # The first forward pass of a step only; a copy, since a later
                 # in-place layer (ReLU(inplace=True)) would change the output.
-                if key not in self._activations and self._keep(key, tensor):
+                if key not in self._activations and self.options.keeps(key, tensor):
                     self._activations[key] = tensor.detach().clone()
 
         return hook
@@ -220,19 +220,19 @@ class Watch:
             return
         histograms: list[Histogram | None]
         try:
-            histograms = list(bin_tensors([t for _, t in keyed], self.bins))
+            histograms = list(bin_tensors([t for _, t in keyed], self.options.bins))
         except Exception:  # noqa: BLE001 - the tensor at fault is found and named below
             histograms = [self._bin_alone(step, key, tensor) for key, tensor in keyed]
-        if self.run._finished:
+        if self.sink.closed:
             self.remove()
             return
         logged = {key: h for (key, _), h in zip(keyed, histograms) if h is not None}
-        self.run.log(logged, step=step)
+        self.sink.log(logged, step=step)
 
     def _bin_alone(self, step: int, key: str, tensor: Any) -> Histogram | None:
         """One tensor that cannot be binned costs only its own histogram, and is named."""
         try:
-            return Histogram(tensor, bins=self.bins)
+            return Histogram(tensor, bins=self.options.bins)
         except Exception as error:  # noqa: BLE001 - reported once, training goes on
             self._warn_once(f"{key}: {error}", step)
             return None
@@ -244,45 +244,9 @@ class Watch:
         warnings.warn(
             f"histoscope watch of {type(self.model).__name__}: step {step}: {message} "
             "(not logged; said once)",
-            HistoscopeWarning,
+            UnloggedWarning,
             stacklevel=2,
         )
-
-
-def watch(
-    model: torch.nn.Module,
-    *,
-    log: str = "gradients",
-    every: int = 100,
-    filter: Filter = None,
-    bins: int = 64,
-    activations: bool = False,
-    step: Callable[[], int] | None = None,
-    all_ranks: bool = False,
-) -> Watch:
-    """Watches ``model`` in the run `histoscope.init` started last (see `Run.watch`,
-    and `Watch` for how its steps line up with yours).
-
-    Example:
-        >>> import histoscope as hs
-        >>> hs.init("mnist")  # doctest: +SKIP
-        >>> hs.watch(model, log="all", every=10)  # doctest: +SKIP
-    """
-    from . import run as run_module
-
-    current = run_module._current
-    if current is None:
-        raise RuntimeError("no run to watch in: call histoscope.init(project) first")
-    return current.watch(
-        model,
-        log=log,
-        every=every,
-        filter=filter,
-        bins=bins,
-        activations=activations,
-        step=step,
-        all_ranks=all_ranks,
-    )
 
 
 def unwrap(model: Any) -> torch.nn.Module:
@@ -303,38 +267,6 @@ def unwrap(model: Any) -> torch.nn.Module:
     while isinstance(model, wrappers):
         model = model.module
     return model
-
-
-def _check_arguments(
-    log: object, every: object, filter: object, bins: object, activations: object, step: object
-) -> None:
-    if log not in LOG_CHOICES:
-        raise ValueError(f"log must be one of {', '.join(map(repr, LOG_CHOICES))}, got {log!r}")
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-        raise ValueError(f"every must be an int >= 1, got {every!r}")
-    if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= MAX_BINS:
-        raise ValueError(f"bins must be an int from 1 to {MAX_BINS}, got {bins!r}")
-    if not (filter is None or isinstance(filter, (str, re.Pattern)) or callable(filter)):
-        raise TypeError(
-            "filter must be a regular expression or a function (name, tensor) -> bool, "
-            f"got {type(filter).__name__}"
-        )
-    if not isinstance(activations, bool):
-        raise TypeError(f"activations must be True or False, got {type(activations).__name__}")
-    if step is not None and not callable(step):
-        raise TypeError(f"step must be None or a function returning an int, got {step!r}")
-
-
-def _compile(filter: Filter) -> Callable[[str, Any], bool] | None:
-    if filter is None:
-        return None
-    if isinstance(filter, (str, re.Pattern)):
-        try:
-            pattern = re.compile(filter)
-        except re.error as error:
-            raise ValueError(f"filter is not a regular expression: {error}") from None
-        return lambda name, _tensor: pattern.search(name) is not None
-    return filter
 
 
 def _is_rank_zero() -> bool:

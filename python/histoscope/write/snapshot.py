@@ -7,7 +7,7 @@ next, which is several times faster than faulting in fresh pages.
 
 Example:
     >>> import numpy as np
-    >>> from histoscope._snapshot import prepare_values
+    >>> from histoscope.write.snapshot import prepare_values
     >>> prepare_values([1, 2, 3])
     array([1, 2, 3])
 """

@@ -14,44 +14,41 @@ it. `Run.finish` waits a bounded time and says what was not written.
 from __future__ import annotations
 
 import atexit
-import collections
-import dataclasses
 import itertools
-import math
 import numbers
-import operator
 import os
-import queue
 import random
-import socket
 import threading
-import time as _time
-import warnings
+import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import _core
-from .histogram import (
-    Histogram,
-    SnapshotPool,
-    bin_prepared,
-    check_bins,
-    check_range,
-    prepare_weights,
-)
-from ..errors import HistoscopeWarning
+from .. import _args
+from .histogram import Histogram, prepare_weights
+from .options import DEFAULT_BINS, WatchOptions
+from .watch import Watch, unwrap
+from .writer import Backlog, Flush, ReadyHistogram, Scalar, Snapshot, Writer
 
 if TYPE_CHECKING:
     import torch
+    from typing_extensions import Unpack
 
-    from .watch import Filter, Watch
+    from .options import WatchArguments
 
-__all__ = ["ON_FULL_CHOICES", "Backlog", "Run", "finish", "init", "log"]
+__all__ = [
+    "ON_FULL_CHOICES",
+    "Backlog",
+    "Run",
+    "current_run",
+    "finish",
+    "init",
+    "log",
+    "watch",
+]
 
 DEFAULT_DIR = "histoscope-logs"
-FLUSH_SECONDS = 2.0
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
 FINISH_TIMEOUT_SECONDS = 120.0
 ON_FULL_CHOICES = ("wait", "drop")
@@ -69,25 +66,6 @@ _NOUNS = (
 
 _open_runs: weakref.WeakSet[Run] = weakref.WeakSet()
 _current: Run | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Backlog:
-    """What a run's writer has not done yet, as `Run.backlog` reports it.
-
-    Example:
-        >>> Backlog(pending_bytes=0, waiting=0, dropped=0, unwritten=0)
-        Backlog(pending_bytes=0, waiting=0, dropped=0, unwritten=0)
-    """
-
-    pending_bytes: int
-    """Bytes of snapshots taken by `Run.add_histogram` and not binned yet."""
-    waiting: int
-    """Threads waiting in `Run.add_histogram` for the pending bytes to go down."""
-    dropped: int
-    """Histograms dropped with ``on_full="drop"`` since the run started."""
-    unwritten: int
-    """Histograms and scalars handed to the writer and not written yet."""
 
 
 class Run:
@@ -119,54 +97,29 @@ class Run:
         self.dir = dir
         self.max_pending_bytes = max_pending_bytes
         self.on_full = on_full
-        self._writer = _core.EventFileWriter(str(dir), _time.time(), socket.gethostname())
-        self._last_step: dict[str, int] = {}
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._space = threading.Condition(self._lock)
-        self._pending_bytes = 0
-        self._waiting = 0
-        self._dropped: collections.Counter[str] = collections.Counter()
-        self._unwritten: collections.Counter[str] = collections.Counter()
-        self._finished = False
-        self._warned: set[str] = set()
-        self._watches: list[Watch] = []
-        # Free buffers kept for reuse count against memory too: no more than the bound.
-        self._pool = SnapshotPool(max_free_bytes=min(1 << 30, max_pending_bytes))
-        self._thread = threading.Thread(
-            target=self._work, name=f"histoscope-{project}/{run_name}", daemon=True
+        self._writer = Writer(
+            dir, f"{project}/{run_name}", max_pending_bytes=max_pending_bytes, on_full=on_full
         )
-        self._thread.start()
+        self._last_step: dict[str, int] = {}
+        self._watches: list[Watch] = []
         _open_runs.add(self)
 
     @property
     def path(self) -> Path:
         """The events file this run writes."""
-        return Path(self._writer.path)
+        return Path(self._writer.file.path)
+
+    @property
+    def closed(self) -> bool:
+        """Whether `finish` was called: nothing more can be logged."""
+        return self._writer.closed
 
     @property
     def backlog(self) -> Backlog:
         """What the writer has not done yet: pending bytes, waiting threads, drops, unwritten."""
-        with self._lock:
-            return Backlog(
-                pending_bytes=self._pending_bytes,
-                waiting=self._waiting,
-                dropped=sum(self._dropped.values()),
-                unwritten=sum(self._unwritten.values()),
-            )
+        return self._writer.backlog()
 
-    def watch(
-        self,
-        model: torch.nn.Module,
-        *,
-        log: str = "gradients",
-        every: int = 100,
-        filter: Filter = None,
-        bins: int = 64,
-        activations: bool = False,
-        step: Callable[[], int] | None = None,
-        all_ranks: bool = False,
-    ) -> Watch:
+    def watch(self, model: torch.nn.Module, **options: Unpack[WatchArguments]) -> Watch:
         """Logs histograms of ``model``'s gradients, parameters or both every ``every`` steps.
 
         ``log`` is ``"gradients"``, ``"parameters"`` or ``"all"``; keys are
@@ -203,23 +156,11 @@ class Run:
             >>> data["gradients/0.weight"]["."].steps.tolist()
             [0, 10]
         """
-        from .watch import Watch
-
-        if self._finished:
+        if self.closed:
             raise RuntimeError(
                 f"run {self.project}/{self.name} is finished; start another with init()"
             )
-        watch = Watch(
-            self,
-            model,
-            log=log,
-            every=every,
-            filter=filter,
-            bins=bins,
-            activations=activations,
-            step=step,
-            all_ranks=all_ranks,
-        )
+        watch = Watch(self, model, WatchOptions(**options))
         self._watches.append(watch)
         return watch
 
@@ -234,8 +175,6 @@ class Run:
             >>> run.unwatch(model)
             >>> run.finish()
         """
-        from .watch import unwrap
-
         inner = None if model is None else unwrap(model)
         for watch in [w for w in self._watches if inner is None or w.model is inner]:
             watch.remove()
@@ -247,7 +186,7 @@ class Run:
         values: Any,
         step: int | None = None,
         *,
-        bins: int | Any = 50,
+        bins: int | Any = DEFAULT_BINS,
         range: tuple[float, float] | None = None,
         weights: Any = None,
         time: float | None = None,
@@ -268,23 +207,33 @@ class Run:
             >>> hs.load_histograms(run.path)["grads/fc"]["."].buckets[0].shape
             (80, 3)
         """
-        key = _check_key(key)
-        bins = check_bins(bins)
-        range = check_range(range, bins)
-        wall_time = _check_time(time)
+        key = _args.key(key)
+        checked_bins = _args.bins_or_edges(bins)
+        checked_range = _args.value_range(range, checked_bins)
+        wall_time = _args.wall_time(time)
         if step is not None:
-            step = _check_step(step)
+            step = _args.whole_number(step, "step", minimum=0)
         size = _nbytes(values) + (0 if weights is None else _nbytes(weights))
-        if not self._reserve(key, size):
+        if not self._writer.reserve(key, size):
             return
         try:
-            snapshot = self._pool.snapshot(values, "values")
+            snapshot = self._writer.pool.snapshot(values, "values")
             weight_snapshot = prepare_weights(weights, snapshot)
             step = self._next_step(key, step)
-            job = ("histogram", key, step, wall_time, (snapshot, bins, range, weight_snapshot))
-            self._submit(job, size)
+            self._writer.submit(
+                Snapshot(
+                    key,
+                    step,
+                    wall_time,
+                    snapshot,
+                    checked_bins,
+                    checked_range,
+                    weight_snapshot,
+                    size,
+                )
+            )
         except BaseException:
-            self._give_back(size)
+            self._writer.give_back(size)
             raise
 
     def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
@@ -303,14 +252,16 @@ class Run:
             raise TypeError(
                 f"data must be a dict of key -> Histogram or number, got {type(data).__name__}"
             )
-        wall_time = _time.time()
-        items = [(_check_key(key), _loggable(key, value)) for key, value in data.items()]
+        wall_time = time.time()
+        items = [(_args.key(key), _loggable(key, value)) for key, value in data.items()]
         if step is not None:
-            step = _check_step(step)
+            step = _args.whole_number(step, "step", minimum=0)
         for key, value in items:
             this_step = self._next_step(key, step)
-            kind = "ready" if isinstance(value, Histogram) else "scalar"
-            self._submit((kind, key, this_step, wall_time, value))
+            if isinstance(value, Histogram):
+                self._writer.submit(ReadyHistogram(key, this_step, wall_time, value))
+            else:
+                self._writer.submit(Scalar(key, this_step, wall_time, value))
 
     def define_metric(
         self, pattern: str, *, section: str | None = None, hidden: bool = False
@@ -333,10 +284,9 @@ class Run:
             raise ValueError(f"pattern must be a non-empty glob string, got {pattern!r}")
         if section is not None and (not isinstance(section, str) or not section.strip()):
             raise ValueError(f"section must be a non-empty string or None, got {section!r}")
-        with self._lock:
-            if self._finished:
-                raise RuntimeError(f"run {self.project}/{self.name} is finished")
-            self._writer.write_layout(pattern, section, bool(hidden), _time.time())
+        self._writer.locked(
+            lambda: self._writer.file.write_layout(pattern, section, bool(hidden), time.time())
+        )
 
     def flush(self) -> None:
         """Waits until everything logged so far is written and flushed to the operating system.
@@ -344,10 +294,12 @@ class Run:
         Returns at once, with a warning, if the writer thread has stopped.
         """
         done = threading.Event()
-        self._submit(("flush", done))
+        self._writer.submit(Flush(done))
         while not done.wait(_POLL_SECONDS):
-            if not self._thread.is_alive():
-                self._warn_once("flush", "the writer thread has stopped; nothing more is written")
+            if not self._writer.alive:
+                self._writer.warn_once(
+                    "flush", "the writer thread has stopped; nothing more is written"
+                )
                 return
 
     def finish(self, timeout: float | None = FINISH_TIMEOUT_SECONDS) -> None:
@@ -359,22 +311,15 @@ class Run:
         ``on_full="drop"`` dropped, if any.
         """
         global _current
-        with self._lock:
-            if self._finished:
-                return
-            self._finished = True
-            self._jobs.put(("stop",))
         for watch in self._watches:
             watch.remove()
         self._watches = []
-        self._thread.join(timeout)
+        if not self._writer.stop(timeout):
+            return
         _open_runs.discard(self)
         if _current is self:
             _current = None
-        if not self._thread.is_alive():
-            # The thread has ended; if it died early the file is closed here (a no-op otherwise).
-            self._guard("close", self._writer.close)
-        self._report_losses(timeout)
+        self._writer.report_losses(f"histoscope run {self.project}/{self.name}", self.path, timeout)
 
     def __enter__(self) -> Run:
         return self
@@ -383,166 +328,13 @@ class Run:
         self.finish()
 
     def __repr__(self) -> str:
-        state = "finished" if self._finished else "open"
+        state = "finished" if self.closed else "open"
         return f"Run(project={self.project!r}, name={self.name!r}, dir={str(self.dir)!r}, {state})"
 
     def _next_step(self, key: str, step: int | None) -> int:
-        step = self._last_step.get(key, -1) + 1 if step is None else _check_step(step)
+        step = self._last_step.get(key, -1) + 1 if step is None else step
         self._last_step[key] = step
         return step
-
-    def _submit(self, job: tuple, size: int = 0) -> None:
-        with self._lock:
-            if self._finished:
-                raise RuntimeError(
-                    f"run {self.project}/{self.name} is finished; start another with init()"
-                )
-            if job[0] != "flush":
-                self._unwritten[job[0]] += 1
-            self._jobs.put((*job, size) if job[0] == "histogram" else job)
-
-    def _reserve(self, key: str, size: int) -> bool:
-        """Counts ``size`` more pending bytes once the bound allows them; False if dropped.
-
-        A histogram larger than the whole bound goes through when nothing else is pending.
-        """
-        with self._space:
-            if self._fits(size):
-                self._pending_bytes += size
-                return True
-            if self.on_full == "drop":
-                self._dropped[key] += 1
-                first = sum(self._dropped.values()) == 1
-            else:
-                self._waiting += 1
-                try:
-                    while not self._fits(size):
-                        if not self._thread.is_alive():
-                            break
-                        self._space.wait(_POLL_SECONDS)
-                finally:
-                    self._waiting -= 1
-                self._pending_bytes += size
-                return True
-        if first:
-            warnings.warn(
-                f"histoscope run {self.project}/{self.name}: {key!r} dropped: "
-                f"{self.max_pending_bytes} bytes of histograms are waiting for the writer "
-                "(max_pending_bytes); on_full='drop' drops more without warning and "
-                "finish() reports how many",
-                HistoscopeWarning,
-                stacklevel=3,
-            )
-        return False
-
-    def _fits(self, size: int) -> bool:
-        return self._pending_bytes == 0 or self._pending_bytes + size <= self.max_pending_bytes
-
-    def _give_back(self, size: int) -> None:
-        with self._space:
-            self._pending_bytes -= size
-            self._space.notify_all()
-
-    def _report_losses(self, timeout: float | None) -> None:
-        """Warns with what was not written, and what ``on_full="drop"`` dropped."""
-        with self._lock:
-            unwritten = {kind: n for kind, n in self._unwritten.items() if n}
-            dropped = sum(self._dropped.values())
-            dropped_keys = sorted(self._dropped)
-        where = f"histoscope run {self.project}/{self.name}"
-        if unwritten:
-            histograms = unwritten.get("histogram", 0) + unwritten.get("ready", 0)
-            scalars = unwritten.get("scalar", 0)
-            why = (
-                f"the writer thread did not finish within {timeout} s"
-                if self._thread.is_alive()
-                else "the writer thread stopped early"
-            )
-            warnings.warn(
-                f"{where}: {histograms} histograms and {scalars} scalars were not written: "
-                f"{why}; {self.path} holds what was written before",
-                HistoscopeWarning,
-                stacklevel=3,
-            )
-        if dropped:
-            shown = ", ".join(map(repr, dropped_keys[:5]))
-            shown += ", ..." if len(dropped_keys) > 5 else ""
-            warnings.warn(
-                f"{where}: {dropped} histograms were dropped because "
-                f"max_pending_bytes={self.max_pending_bytes} was reached (on_full='drop'): {shown}",
-                HistoscopeWarning,
-                stacklevel=3,
-            )
-
-    def _work(self) -> None:
-        next_flush = _time.monotonic() + FLUSH_SECONDS
-        while True:
-            try:
-                job = self._jobs.get(timeout=max(0.0, next_flush - _time.monotonic()))
-            except queue.Empty:
-                job = None
-            if job is not None and job[0] == "stop":
-                break
-            if job is not None:
-                self._do(job)
-            if _time.monotonic() >= next_flush:
-                self._guard("flush", self._writer.flush)
-                next_flush = _time.monotonic() + FLUSH_SECONDS
-        self._guard("close", self._writer.close)
-
-    def _do(self, job: tuple) -> None:
-        kind = job[0]
-        if kind == "flush":
-            self._guard("flush", self._writer.flush)
-            job[1].set()
-            return
-        try:
-            self._write(job)
-        finally:
-            with self._lock:
-                self._unwritten[kind] -= 1
-
-    def _write(self, job: tuple) -> None:
-        kind, key, step, wall_time, payload = job[:5]
-        if kind == "scalar":
-            self._guard(key, lambda: self._writer.write_scalar(key, step, wall_time, payload))
-            return
-        if kind == "histogram":
-            try:
-                histogram = self._guard(key, lambda: bin_prepared(*payload))
-                self._pool.release(payload[0])
-            finally:
-                self._give_back(job[5])
-            if histogram is None:
-                return
-        else:
-            histogram = payload
-        stats = [float(getattr(histogram, name)) for name in _core.STAT_NAMES]
-        self._guard(
-            key,
-            lambda: self._writer.write_histogram(
-                key, step, wall_time, histogram.edges, histogram.counts, stats
-            ),
-        )
-
-    def _guard(self, what: str, action):
-        """Runs ``action``; a failure becomes one warning per kind, never an exception
-        in the training loop and never a dead writer thread."""
-        try:
-            return action()
-        except Exception as error:  # noqa: BLE001 - reported, the run goes on
-            self._warn_once(what, str(error), type(error).__name__)
-            return None
-
-    def _warn_once(self, what: str, message: str, kind: str = "") -> None:
-        if kind + message in self._warned:
-            return
-        self._warned.add(kind + message)
-        warnings.warn(
-            f"histoscope run {self.project}/{self.name}: {what}: {message}",
-            HistoscopeWarning,
-            stacklevel=1,
-        )
 
 
 def init(
@@ -557,7 +349,7 @@ def init(
 
     Without ``run_name`` a readable one is made up; an existing run name
     appends a new events file there, as a restart. The run becomes the one
-    `histoscope.log` and `histoscope.watch` write to.
+    `histoscope.write` and `histoscope.watch` write to.
 
     Snapshots that `Run.add_histogram` took and the writer has not binned
     yet take at most ``max_pending_bytes`` (256 MiB by default; one larger
@@ -573,7 +365,7 @@ def init(
         PosixPath('histoscope-logs/mnist/baseline')
     """
     global _current
-    project = _check_name(project, "project")
+    project = _args.folder_name(project, "project")
     if isinstance(max_pending_bytes, bool) or not isinstance(max_pending_bytes, int):
         raise TypeError(
             f"max_pending_bytes must be an int > 0, got {type(max_pending_bytes).__name__}"
@@ -583,19 +375,40 @@ def init(
     if on_full not in ON_FULL_CHOICES:
         raise ValueError(f"on_full must be 'wait' or 'drop', got {on_full!r}")
     root = Path(DEFAULT_DIR if dir is None else os.fspath(dir)) / project
-    run_name = _new_run_name(root) if run_name is None else _check_name(run_name, "run_name")
-    run = Run(
-        project, run_name, root / run_name, max_pending_bytes=max_pending_bytes, on_full=on_full
-    )
+    name = _new_run_name(root) if run_name is None else _args.folder_name(run_name, "run_name")
+    run = Run(project, name, root / name, max_pending_bytes=max_pending_bytes, on_full=on_full)
     _current = run
     return run
 
 
+def current_run() -> Run:
+    """The run `histoscope.init` started last, while it is open.
+
+    Example:
+        >>> import tempfile, histoscope as hs
+        >>> from histoscope.write.run import current_run
+        >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
+        ...     current_run() is run
+        True
+    """
+    return _open_run("use")
+
+
 def log(data: Mapping[str, Any], step: int | None = None) -> None:
     """Logs to the run `histoscope.init` started last (see `Run.log`)."""
-    if _current is None:
-        raise RuntimeError("no run to log to: call histoscope.init(project) first")
-    _current.log(data, step=step)
+    _open_run("log to").log(data, step=step)
+
+
+def watch(model: torch.nn.Module, **options: Unpack[WatchArguments]) -> Watch:
+    """Watches ``model`` in the run `histoscope.init` started last (see `Run.watch`,
+    and `Watch` for how its steps line up with yours).
+
+    Example:
+        >>> import histoscope as hs
+        >>> hs.init("mnist")  # doctest: +SKIP
+        >>> hs.watch(model, log="all", every=10)  # doctest: +SKIP
+    """
+    return _open_run("watch in").watch(model, **options)
 
 
 def finish() -> None:
@@ -610,6 +423,12 @@ def _finish_open_runs() -> None:
         run.finish()
 
 
+def _open_run(doing: str) -> Run:
+    if _current is None:
+        raise RuntimeError(f"no run to {doing}: call histoscope.init(project) first")
+    return _current
+
+
 def _new_run_name(root: Path) -> str:
     taken = {p.name for p in root.iterdir()} if root.is_dir() else set()
     rng = random.Random()
@@ -620,56 +439,12 @@ def _new_run_name(root: Path) -> str:
     raise AssertionError("unreachable")
 
 
-def _check_name(name: object, what: str) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"{what} must be a str, got {type(name).__name__}")
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise ValueError(f"{what} must be a non-empty folder name without slashes, got {name!r}")
-    return name
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str):
-        raise TypeError(f"key must be a str, got {type(key).__name__}")
-    if not key:
-        raise ValueError("key must not be empty")
-    return key
-
-
-def _check_step(step: object) -> int:
-    if isinstance(step, bool):
-        raise TypeError("step must be an int >= 0 or None, got a bool")
-    try:
-        value = operator.index(step)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"step must be an int >= 0 or None, got {type(step).__name__}") from None
-    if value < 0:
-        raise ValueError(f"step must be an int >= 0 or None, got {value}")
-    return value
-
-
 def _nbytes(values: Any) -> int:
     """The bytes a snapshot of ``values`` takes, known before copying them (0 if not known)."""
-    if _is_tensor(values):
+    if _args.is_tensor(values):
         return int(values.numel()) * int(values.element_size())
     nbytes = getattr(values, "nbytes", None)
     return int(nbytes) if isinstance(nbytes, numbers.Integral) else 0
-
-
-def _is_tensor(values: Any) -> bool:
-    return type(values).__module__.startswith("torch") and hasattr(values, "element_size")
-
-
-def _check_time(time: object) -> float:
-    if time is None:
-        return _time.time()
-    if isinstance(time, bool) or not isinstance(time, numbers.Real):
-        raise TypeError(
-            f"time must be seconds since the epoch (a number), got {type(time).__name__}"
-        )
-    if not math.isfinite(float(time)):
-        raise ValueError(f"time must be finite, got {time!r}")
-    return float(time)
 
 
 def _loggable(key: str, value: Any) -> Any:

@@ -1,8 +1,8 @@
 """Histograms of numbers of any array type, binned in Rust: `Histogram`, and the argument checks.
 
 Binning is split in two so that `Run.add_histogram` can return quickly:
-`prepare_values` (from `_snapshot`, with `check_bins`, `check_range` and
-`prepare_weights`) validates the arguments and takes a private copy in the
+`prepare_values` (from `snapshot`, with `_args.bins_or_edges`, `_args.value_range`
+and `prepare_weights`) validates the arguments and takes a private copy in the
 caller's thread; `bin_prepared` bins that copy later, anywhere, with the GIL
 released. PyTorch tensors stay on their device: a GPU tensor is binned there
 (`_torch`), and only the counts and statistics come to the host. The bin
@@ -11,12 +11,12 @@ limit, the default range and the edges are the Rust core's rules.
 
 from __future__ import annotations
 
-import reprlib
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import _args, _core
+from .._args import Bins
 from . import _torch
 from .snapshot import Prepared, SnapshotPool, prepare_values
 
@@ -25,8 +25,6 @@ __all__ = [
     "Histogram",
     "SnapshotPool",
     "bin_prepared",
-    "check_bins",
-    "check_range",
     "prepare_values",
     "prepare_weights",
 ]
@@ -34,8 +32,6 @@ __all__ = [
 MAX_BINS: int = _core.MAX_BINS
 """The most bins a histogram may have: the Rust core's limit, whose reason is given there."""
 
-Bins = Union[int, np.ndarray]
-"""What `check_bins` returns: a number of equal bins, or read-only float64 edges."""
 
 _NAN = float("nan")
 
@@ -90,8 +86,8 @@ class Histogram:
             return
         if values is None:
             raise TypeError("Histogram needs values, or np_histogram=(counts, edges)")
-        checked_bins = check_bins(bins)
-        checked_range = check_range(range, checked_bins)
+        checked_bins = _args.bins_or_edges(bins)
+        checked_range = _args.value_range(range, checked_bins)
         prepared = prepare_values(values)
         prepared_weights = prepare_weights(weights, prepared)
         done = bin_prepared(prepared, checked_bins, checked_range, prepared_weights)
@@ -183,62 +179,6 @@ class Histogram:
         return f"Histogram({', '.join(parts)})"
 
 
-def check_bins(bins: Any) -> Bins:
-    """``bins`` as a number of equal bins from 1 to `MAX_BINS`, or as read-only float64 edges.
-
-    Raises ValueError naming ``bins`` for anything else.
-
-    Example:
-        >>> check_bins(50), check_bins([0, 1, 10])
-        (50, array([ 0.,  1., 10.]))
-    """
-    problem = ValueError(
-        f"bins must be an int from 1 to {MAX_BINS} or increasing edges, got {reprlib.repr(bins)}"
-    )
-    if isinstance(bins, (bool, np.bool_)):
-        raise problem
-    if isinstance(bins, (int, np.integer)):
-        try:
-            _core.check_bin_count(int(bins))
-        except (ValueError, OverflowError):
-            raise problem from None
-        return int(bins)
-    try:
-        edges = np.array(bins, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise problem from None
-    if edges.ndim != 1:
-        raise problem
-    try:
-        _core.check_edges(edges)
-    except ValueError:
-        raise problem from None
-    return _readonly(edges)
-
-
-def check_range(range: Any, bins: Bins) -> tuple[float, float] | None:
-    """``range`` as two finite floats ``lo < hi``, or None; not allowed with edges.
-
-    Example:
-        >>> check_range((-1, 1), 50)
-        (-1.0, 1.0)
-    """
-    if range is None:
-        return None
-    if not isinstance(bins, int):
-        raise ValueError("range cannot be given with bin edges: the edges set the range")
-    problem = ValueError(f"range must be (lo, hi) with lo < hi, finite, got {reprlib.repr(range)}")
-    try:
-        lo, hi = (float(end) for end in range)
-    except (TypeError, ValueError):
-        raise problem from None
-    try:
-        _core.check_range(lo, hi)
-    except ValueError:
-        raise problem from None
-    return lo, hi
-
-
 def prepare_weights(weights: Any, values: Prepared) -> Prepared | None:
     """A private copy of ``weights``, checked to have the shape of the prepared ``values``.
 
@@ -270,14 +210,14 @@ def bin_prepared(
     range: tuple[float, float] | None = None,
     weights: Prepared | None = None,
 ) -> Histogram:
-    """Bins values from `prepare_values` (with `check_bins`, `check_range`, `prepare_weights`).
+    """Bins values from `prepare_values` (with `_args`' checks and `prepare_weights`).
 
     NumPy arrays and CPU tensors are binned in Rust with the GIL released;
     tensors on another device are binned there (`_bin_with_torch`). NaN and
     infinite values are counted, never an error.
 
     Example:
-        >>> bin_prepared(prepare_values([1, 2, 2, 3]), check_bins(2)).counts
+        >>> bin_prepared(prepare_values([1, 2, 2, 3]), _args.bins_or_edges(2)).counts
         array([1., 3.])
     """
     if not isinstance(values, np.ndarray) and _torch.device_type(values) != "cpu":
@@ -319,7 +259,7 @@ def _check_np_histogram(np_histogram: Any) -> tuple[np.ndarray, np.ndarray]:
             f"{problem}: {len(edges) if edges.ndim == 1 else edges.shape} edges "
             f"for {len(counts) if counts.ndim == 1 else counts.shape} counts"
         )
-    check_bins(edges)
+    _args.bins_or_edges(edges)
     if not np.isfinite(counts).all() or (counts < 0).any():
         raise ValueError(f"{problem}: counts must be finite and not negative")
     return counts, edges

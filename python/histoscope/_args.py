@@ -1,0 +1,288 @@
+"""Every argument rule of the public API, in one place: bins, ranges, steps, names, paths, tensors.
+
+Each check returns the value in the form the rest of the package uses, or
+raises the exception a Python user expects, naming the argument and what was
+expected. Limits are the Rust core's (`_core.MAX_BINS`, `_core.check_bin_count`,
+`_core.check_edges`, `_core.check_range`); nothing here restates them.
+
+Example:
+    >>> from histoscope import _args
+    >>> _args.whole_number(3, "every", minimum=1), _args.bin_count(30)
+    (3, 30)
+    >>> _args.whole_number(0, "every", minimum=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: every must be an int >= 1, got 0
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+import os
+import reprlib
+import time
+from collections.abc import Collection, Iterable
+from typing import Any, TypeVar, Union
+
+import numpy as np
+
+from . import _core
+from .errors import NotWholeNumberError
+
+__all__ = [
+    "Bins",
+    "bin_count",
+    "bins_or_edges",
+    "flag",
+    "folder_name",
+    "is_tensor",
+    "key",
+    "logdir_path",
+    "names",
+    "one_of",
+    "text_path",
+    "value_range",
+    "wall_time",
+    "whole_number",
+]
+
+Bins = Union[int, np.ndarray]
+"""What `bins_or_edges` returns: a number of equal bins, or read-only float64 edges."""
+
+_T = TypeVar("_T")
+
+
+def whole_number(value: object, name: str, minimum: int) -> int:
+    """``value`` as an int of at least ``minimum``; a bool is refused.
+
+    A float such as 2.5 is both the wrong type and the wrong value: it raises
+    `NotWholeNumberError`, caught as TypeError or ValueError alike.
+
+    Example:
+        >>> whole_number(2.5, "step", minimum=0)
+        Traceback (most recent call last):
+        ...
+        histoscope.errors.NotWholeNumberError: step must be an int >= 0, got 2.5
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int >= {minimum}, got a bool")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        if isinstance(value, numbers.Real):
+            raise NotWholeNumberError(
+                f"{name} must be an int >= {minimum}, got {value!r}"
+            ) from None
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__}") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {number}")
+    return number
+
+
+def bin_count(value: object, name: str = "bins") -> int:
+    """A number of equal bins, from 1 to the core's `MAX_BINS`.
+
+    Example:
+        >>> bin_count(513)
+        Traceback (most recent call last):
+        ...
+        ValueError: bins must be from 1 to 512, got 513
+    """
+    count = whole_number(value, name, minimum=1)
+    _core.check_bin_count(count)
+    return count
+
+
+def bins_or_edges(bins: Any) -> Bins:
+    """``bins`` as a number of equal bins from 1 to `MAX_BINS`, or as read-only float64 edges.
+
+    Raises ValueError naming ``bins`` for anything else.
+
+    Example:
+        >>> bins_or_edges(50), bins_or_edges([0, 1, 10])
+        (50, array([ 0.,  1., 10.]))
+    """
+    problem = ValueError(
+        f"bins must be an int from 1 to {_core.MAX_BINS} or increasing edges, "
+        f"got {reprlib.repr(bins)}"
+    )
+    if isinstance(bins, (bool, np.bool_)):
+        raise problem
+    if isinstance(bins, (int, np.integer)):
+        try:
+            _core.check_bin_count(int(bins))
+        except (ValueError, OverflowError):
+            raise problem from None
+        return int(bins)
+    try:
+        edges = np.array(bins, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise problem from None
+    if edges.ndim != 1:
+        raise problem
+    try:
+        _core.check_edges(edges)
+    except ValueError:
+        raise problem from None
+    edges.setflags(write=False)
+    return edges
+
+
+def value_range(range: Any, bins: Bins) -> tuple[float, float] | None:
+    """``range`` as two finite floats ``lo < hi``, or None; not allowed with edges.
+
+    Example:
+        >>> value_range((-1, 1), 50)
+        (-1.0, 1.0)
+    """
+    if range is None:
+        return None
+    if not isinstance(bins, int):
+        raise ValueError("range cannot be given with bin edges: the edges set the range")
+    problem = ValueError(f"range must be (lo, hi) with lo < hi, finite, got {reprlib.repr(range)}")
+    try:
+        lo, hi = (float(end) for end in range)
+    except (TypeError, ValueError):
+        raise problem from None
+    try:
+        _core.check_range(lo, hi)
+    except ValueError:
+        raise problem from None
+    return lo, hi
+
+
+def names(values: Iterable[str] | None, name: str) -> list[str] | None:
+    """A string or strings as a list without repeats (None stays None: no selection).
+
+    Example:
+        >>> names("loss", "tags"), names(["a", "b", "a"], "runs")
+        (['loss'], ['a', 'b'])
+    """
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return [values]
+    if not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list of strings, got {type(values).__name__}")
+    out = list(values)
+    for value in out:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must hold strings, got {type(value).__name__}: {value!r}")
+    return list(dict.fromkeys(out))
+
+
+def one_of(value: _T, name: str, choices: Collection[_T]) -> _T:
+    """``value`` if it is one of ``choices``.
+
+    Example:
+        >>> one_of("drop", "on_full", ("wait", "drop"))
+        'drop'
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def flag(value: object, name: str) -> bool:
+    """``value`` if it is True or False.
+
+    Example:
+        >>> flag(True, "activations")
+        True
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return value
+
+
+def key(value: object) -> str:
+    """A key to log under: a non-empty str.
+
+    Example:
+        >>> key("loss")
+        'loss'
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"key must be a str, got {type(value).__name__}")
+    if not value:
+        raise ValueError("key must not be empty")
+    return value
+
+
+def folder_name(value: object, what: str) -> str:
+    """A project or run name: one folder, no slashes.
+
+    Example:
+        >>> folder_name("mnist", "project")
+        'mnist'
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    if not value or value in (".", "..") or "/" in value or "\\" in value or "\0" in value:
+        raise ValueError(f"{what} must be a non-empty folder name without slashes, got {value!r}")
+    return value
+
+
+def wall_time(value: object) -> float:
+    """Seconds since the epoch, now when None.
+
+    Example:
+        >>> wall_time(1.5)
+        1.5
+    """
+    if value is None:
+        return time.time()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"time must be seconds since the epoch (a number), got {type(value).__name__}"
+        )
+    if not math.isfinite(float(value)):
+        raise ValueError(f"time must be finite, got {value!r}")
+    return float(value)
+
+
+def text_path(item: object, name: str = "logdir") -> str:
+    """A path (str or os.PathLike) as text; bytes paths are refused.
+
+    Example:
+        >>> from pathlib import Path
+        >>> text_path(Path("logs"))
+        'logs'
+    """
+    if not isinstance(item, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(item).__name__}")
+    path = os.fspath(item)
+    if not isinstance(path, str):
+        raise TypeError(f"{name} must be a text path, not bytes")
+    return path
+
+
+def logdir_path(logdir: object) -> str:
+    """A local log directory (or one events file, read as a run) that exists, as text.
+
+    Example:
+        >>> logdir_path("no/such/dir")
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: log directory not found: 'no/such/dir' does not exist
+    """
+    path = text_path(logdir)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"log directory not found: {path!r} does not exist")
+    return path
+
+
+def is_tensor(values: Any) -> bool:
+    """Whether ``values`` is a torch tensor, checked without importing torch for other types.
+
+    Example:
+        >>> is_tensor(np.zeros(2))
+        False
+    """
+    if not type(values).__module__.startswith("torch"):
+        return False
+    import torch
+
+    return isinstance(values, torch.Tensor)

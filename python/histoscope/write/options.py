@@ -1,0 +1,115 @@
+"""What a watch captures and how often: one options object for `Run.watch`, `histoscope.watch`
+and the trainer integrations, checked once when it is made.
+
+Example:
+    >>> from histoscope.write.options import WatchOptions
+    >>> WatchOptions(log="all", every=10).bins
+    64
+    >>> WatchOptions(every=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: every must be an int >= 1, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any, TypedDict, Union
+
+from .. import _args, _core
+
+__all__ = ["DEFAULT_BINS", "LOG_CHOICES", "Filter", "WatchArguments", "WatchOptions"]
+
+LOG_CHOICES = ("gradients", "parameters", "all")
+
+DEFAULT_BINS: int = getattr(_core, "DEFAULT_BINS", 64)  # TEMP until the core exports it
+"""The bins of a histogram when none are asked for: the core's default, for every entry point."""
+
+Filter = Union[str, "re.Pattern[str]", Callable[[str, Any], bool], None]
+"""Which tensors a watch logs: a regular expression searched in the name, or
+``(name, tensor) -> bool``; None logs every one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchOptions:
+    """What a watch logs, as `Run.watch` takes it: arguments checked when made.
+
+    ``log`` is ``"gradients"``, ``"parameters"`` or ``"all"``, every
+    ``every`` steps, in ``bins`` equal bins; ``filter`` keeps the tensors
+    whose name a regular expression matches (``re.search``) or for which
+    ``filter(name, tensor)`` is true; ``activations`` adds each leaf
+    module's output; ``step`` returns your own step; ``all_ranks`` logs on
+    every rank of ``torch.distributed``, not rank 0 alone.
+
+    Example:
+        >>> options = WatchOptions(log="parameters", filter=r"^fc")
+        >>> options.keeps("fc.weight", None), options.keeps("conv.weight", None)
+        (True, False)
+    """
+
+    log: str = "gradients"
+    every: int = 100
+    filter: Filter = None
+    bins: int = DEFAULT_BINS
+    activations: bool = False
+    step: Callable[[], int] | None = None
+    all_ranks: bool = False
+    _keep: Callable[[str, Any], bool] | None = dataclasses.field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        _args.one_of(self.log, "log", LOG_CHOICES)
+        _args.whole_number(self.every, "every", minimum=1)
+        if not isinstance(_args.bins_or_edges(self.bins), int):
+            raise ValueError("bins of a watch must be a number of equal bins, not edges")
+        _args.flag(self.activations, "activations")
+        _args.flag(self.all_ranks, "all_ranks")
+        if self.step is not None and not callable(self.step):
+            raise TypeError(f"step must be None or a function returning an int, got {self.step!r}")
+        object.__setattr__(self, "_keep", _compile(self.filter))
+
+    def keeps(self, name: str, tensor: Any) -> bool:
+        """Whether the filter keeps the tensor ``name``."""
+        return self._keep is None or bool(self._keep(name, tensor))
+
+    @property
+    def parameters(self) -> bool:
+        """Whether parameters are logged."""
+        return self.log in ("parameters", "all")
+
+    @property
+    def gradients(self) -> bool:
+        """Whether gradients are logged."""
+        return self.log in ("gradients", "all")
+
+
+class WatchArguments(TypedDict, total=False):
+    """`WatchOptions`' fields as keyword arguments, for ``**options`` signatures."""
+
+    log: str
+    every: int
+    filter: Filter
+    bins: int
+    activations: bool
+    step: Callable[[], int] | None
+    all_ranks: bool
+
+
+def _compile(filter: Filter) -> Callable[[str, Any], bool] | None:
+    if filter is None:
+        return None
+    if isinstance(filter, (str, re.Pattern)):
+        try:
+            pattern = re.compile(filter)
+        except re.error as error:
+            raise ValueError(f"filter is not a regular expression: {error}") from None
+        return lambda name, _tensor: pattern.search(name) is not None
+    if callable(filter):
+        return filter
+    raise TypeError(
+        "filter must be a regular expression or a function (name, tensor) -> bool, "
+        f"got {type(filter).__name__}"
+    )
