@@ -135,6 +135,14 @@ pub fn uniform_edges(lo: f64, hi: f64, count: usize) -> Vec<f64> {
     edges
 }
 
+/// [`uniform_edges`] for a count and range from outside, checked first: `count`
+/// from 1 to [`MAX_BINS`] and a range equal bins can span.
+pub fn checked_uniform_edges(lo: f64, hi: f64, count: i64) -> Result<Vec<f64>, EdgesError> {
+    check_bin_count(count)?;
+    check_range(lo, hi)?;
+    Ok(uniform_edges(lo, hi, count as usize))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +238,18 @@ mod tests {
         assert!(check_range(1.0, 1.0).is_err());
         assert!(check_range(-f64::MAX, f64::MAX).is_err());
         assert!(check_range(0.0, f64::NAN).is_err());
+    }
+
+    #[test]
+    fn checked_uniform_edges_check_the_count_before_the_range() {
+        assert_eq!(checked_uniform_edges(0.0, 1.0, 2), Ok(vec![0.0, 0.5, 1.0]));
+        assert_eq!(
+            checked_uniform_edges(1.0, 0.0, 0),
+            Err(EdgesError::BinCount(0))
+        );
+        assert_eq!(
+            checked_uniform_edges(1.0, 0.0, 2),
+            Err(EdgesError::BadRange { lo: 1.0, hi: 0.0 })
+        );
     }
 }

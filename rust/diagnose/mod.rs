@@ -27,6 +27,7 @@ pub use roles::{role_of, Role};
 pub use series::{SeriesView, StepBuckets};
 
 use crate::histograms::profile::{profile, StepProfile};
+use crate::histograms::series::Series;
 use runs::RunSummary;
 
 /// What went wrong in a series.
@@ -155,6 +156,21 @@ impl Options {
             .collect::<Result<_, _>>()?;
         Ok(Options { kinds, roles })
     }
+}
+
+/// [`diagnose`] of series loaded from a log directory.
+pub fn diagnose_loaded(series: &[Series], options: &Options) -> Vec<Finding> {
+    let views: Vec<SeriesView<'_>> = series.iter().map(SeriesView::from).collect();
+    diagnose(&views, options)
+}
+
+/// [`diagnose`] of series handed in as arrays, each first checked to fit together.
+pub fn diagnose_checked(
+    series: &[SeriesView<'_>],
+    options: &Options,
+) -> Result<Vec<Finding>, DiagnoseError> {
+    series.iter().try_for_each(SeriesView::check)?;
+    Ok(diagnose(series, options))
 }
 
 /// Finds the problems of every series, each series profiled on its own core.

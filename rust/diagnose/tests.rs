@@ -26,8 +26,9 @@ fn series(run: &str, tag: &str, steps: &[i64], scales: &[f64]) -> Series {
 
 fn run_rules(all: &[Series], options: &Options) -> Vec<Finding> {
     let views: Vec<SeriesView<'_>> = all.iter().map(SeriesView::from).collect();
-    views.iter().for_each(|v| v.check().unwrap());
-    diagnose(&views, options)
+    let checked = diagnose_checked(&views, options).unwrap();
+    assert_eq!(checked, diagnose_loaded(all, options));
+    checked
 }
 
 fn kinds(findings: &[Finding]) -> Vec<(&str, Kind, Severity)> {
@@ -158,4 +159,9 @@ fn bad_names_and_arrays_are_errors() {
     let mut s = series("r", "t", &STEPS[..2], &[1.0, 1.0]);
     s.offsets[2] = 7;
     assert!(SeriesView::from(&s).check().is_err());
+    let views = [SeriesView::from(&s)];
+    assert!(matches!(
+        diagnose_checked(&views, &Options::default()),
+        Err(DiagnoseError::BadSeries { .. })
+    ));
 }

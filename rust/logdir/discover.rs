@@ -117,8 +117,12 @@ fn walk(dir: &Path, listing: &mut Vec<PathBuf>) -> Result<(), LogdirError> {
     Ok(())
 }
 
-/// `runs` of the log directory called `logdir`, named as runs of several log directories.
-pub fn qualified_runs(runs: Vec<RunFiles>, logdir: &str) -> Vec<RunFiles> {
+/// `runs` of the log directory called `logdir`, named as runs of several log
+/// directories; as they are when the directory has no name (it is read alone).
+pub fn qualified_runs(runs: Vec<RunFiles>, logdir: Option<&str>) -> Vec<RunFiles> {
+    let Some(logdir) = logdir else {
+        return runs;
+    };
     runs.into_iter()
         .map(|run| RunFiles {
             name: qualified_run_name(logdir, &run.name),
@@ -194,5 +198,21 @@ mod tests {
             .collect();
         assert_eq!(names, vec![(".", 1), ("a/c", 1), ("b", 2)]);
         assert!(runs[2].files[0].ends_with("events.out.tfevents.1"));
+    }
+
+    #[test]
+    fn runs_of_a_named_logdir_are_qualified_by_its_name() {
+        let runs = |names: &[&str]| -> Vec<RunFiles> {
+            names
+                .iter()
+                .map(|&name| RunFiles {
+                    name: name.into(),
+                    files: vec![],
+                })
+                .collect()
+        };
+        let named = qualified_runs(runs(&[".", "train"]), Some("exp"));
+        assert_eq!(named, runs(&["exp", "exp/train"]));
+        assert_eq!(qualified_runs(runs(&[".", "a"]), None), runs(&[".", "a"]));
     }
 }

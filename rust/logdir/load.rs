@@ -34,6 +34,24 @@ pub struct Logdir {
     pub superseded: BTreeMap<String, usize>,
 }
 
+/// The log directories to read: one path, or several `(name, path)` pairs whose
+/// runs are named `name/run` (see [`load_logdirs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogdirSource {
+    One(PathBuf),
+    Several(Vec<(String, PathBuf)>),
+}
+
+impl LogdirSource {
+    /// Reads the selected runs of the log directory, or of all of them as one.
+    pub fn load(&self, selection: &Selection) -> Result<Logdir, LogdirError> {
+        match self {
+            LogdirSource::One(path) => load_logdir(path, selection),
+            LogdirSource::Several(logdirs) => load_logdirs(logdirs, selection),
+        }
+    }
+}
+
 /// Reads the selected runs of `logdir`, every events file on its own core.
 pub fn load_logdir(logdir: &Path, selection: &Selection) -> Result<Logdir, LogdirError> {
     Ok(load_runs(discover_runs(logdir)?, selection))
@@ -49,7 +67,7 @@ pub fn load_logdirs(
 ) -> Result<Logdir, LogdirError> {
     let mut found = Vec::new();
     for (name, path) in logdirs {
-        found.extend(qualified_runs(discover_runs(path)?, name));
+        found.extend(qualified_runs(discover_runs(path)?, Some(name)));
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(load_runs(found, selection))
@@ -240,6 +258,10 @@ mod tests {
         ];
         let all = load_logdirs(&logdirs, &Selection::default()).unwrap();
         assert_eq!(all.runs, vec!["a", "b/train"]);
+        let source = LogdirSource::Several(logdirs.clone());
+        assert_eq!(source.load(&Selection::default()).unwrap().runs, all.runs);
+        let one = LogdirSource::One(root.join("one"));
+        assert_eq!(one.load(&Selection::default()).unwrap().runs, vec!["train"]);
         assert_eq!(all.reports.len(), 2);
         let selection = Selection {
             runs: Some(["b/train".to_owned()].into()),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::histograms::series::Series;
-use crate::logdir::plan::{plan_run, Skeleton};
+use crate::logdir::plan::{keep_entries, plan_run, FileShare, Skeleton};
 use crate::read::event_file::{Entry, FileContents};
 use crate::read::report::FileReport;
 
@@ -41,6 +41,20 @@ pub fn merge_run(run: &str, files: Vec<FileContents>) -> MergedRun {
     }
 }
 
+/// One file of a planned run, decoded again, merged alone into exactly its share
+/// of the run (export and Dask read a run this way, one file at a time). Its
+/// restarts were counted in the plan, so it supersedes nothing; its report is
+/// the run's newest only if the file is the run's last.
+pub fn merge_share(run: &str, share: &FileShare<'_>, mut file: FileContents) -> MergedRun {
+    keep_entries(&mut file, share.keep);
+    let mut merged = merge_run(run, vec![file]);
+    merged.superseded = 0;
+    for report in &mut merged.reports {
+        report.newest = share.newest;
+    }
+    merged
+}
+
 /// Marks the last of a run's reports as its newest file: only there can a cut-off
 /// record still be in the writing.
 fn mark_newest(reports: &mut [FileReport]) {
@@ -54,7 +68,6 @@ fn mark_newest(reports: &mut [FileReport]) {
 mod tests {
     use super::*;
     use crate::histograms::stats::Stats;
-    use crate::logdir::plan::keep_entries;
     use crate::read::event_file::{Point, HISTOGRAM_PLUGIN};
 
     fn point(step: i64, count: f64) -> Point {
@@ -158,9 +171,10 @@ mod tests {
         };
         let whole = merge_run("r", make()).series;
         let skeletons: Vec<Skeleton> = make().iter().map(Skeleton::from).collect();
-        let keep = plan_run(&skeletons).keep;
+        let plan = plan_run(&skeletons);
+        assert_eq!(plan.superseded, 3);
         assert_eq!(
-            keep,
+            plan.keep,
             vec![
                 vec![true, false, true, false, false],
                 vec![true, true, false, false, true],
@@ -168,9 +182,11 @@ mod tests {
             ]
         );
         let mut pieces: BTreeMap<String, Series> = BTreeMap::new();
-        for (mut f, keep) in make().into_iter().zip(&keep) {
-            keep_entries(&mut f, keep);
-            for s in merge_run("r", vec![f]).series {
+        for (index, f) in make().into_iter().enumerate() {
+            let share = merge_share("r", &plan.share(index).unwrap(), f);
+            assert_eq!(share.superseded, 0);
+            assert_eq!(share.reports[0].newest, index == 2);
+            for s in share.series {
                 let whole = pieces
                     .entry(s.tag.clone())
                     .or_insert_with(|| Series::new("r", &s.tag));

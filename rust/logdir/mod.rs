@@ -6,3 +6,4 @@ pub mod load;
 pub mod merge;
 pub mod plan;
 pub mod run_loader;
+pub mod run_set;

@@ -11,6 +11,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use thiserror::Error;
+
 use crate::read::event_file::{Entry, FileContents, HISTOGRAM_PLUGIN};
 
 /// What the restart rule needs of one file: tags, steps, restarts and plugins.
@@ -66,6 +68,52 @@ pub struct RunPlan {
     pub keep: Vec<Vec<bool>>,
     /// How many histogram values a later restart dropped or logged again.
     pub superseded: usize,
+}
+
+/// Why a plan cannot say what a file keeps.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("the plan has no file {0}")]
+    NoFile(usize),
+}
+
+/// What one file of a planned run keeps of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileShare<'a> {
+    /// Whether each entry of the file survives the run's restarts.
+    pub keep: &'a [bool],
+    /// Whether it is the run's last file, the only one a writer may still be writing.
+    pub newest: bool,
+}
+
+impl RunPlan {
+    /// What file `index` (in the order planned) keeps of the run.
+    pub fn share(&self, index: usize) -> Result<FileShare<'_>, PlanError> {
+        let keep = self.keep.get(index).ok_or(PlanError::NoFile(index))?;
+        Ok(FileShare {
+            keep,
+            newest: index + 1 == self.keep.len(),
+        })
+    }
+}
+
+/// Gathers the [`Skeleton`]s of a run's files one at a time, so that each file's
+/// buckets can be freed as soon as it is added, for the plan of the whole run.
+#[derive(Debug, Default)]
+pub struct RunPlanner {
+    skeletons: Vec<Skeleton>,
+}
+
+impl RunPlanner {
+    /// Adds the run's next file.
+    pub fn add(&mut self, file: &FileContents) {
+        self.skeletons.push(Skeleton::from(file));
+    }
+
+    /// The plan of the files added, in the order added; the planner starts again empty.
+    pub fn finish(&mut self) -> RunPlan {
+        plan_run(&std::mem::take(&mut self.skeletons))
+    }
 }
 
 /// Replays a run's files in order under the restart rule.
@@ -194,5 +242,43 @@ mod tests {
         let plan = plan_run(&[first, second]);
         assert_eq!(plan.keep, vec![vec![true], vec![true, false, false]]);
         assert_eq!(plan.superseded, 0);
+    }
+
+    #[test]
+    fn a_planner_fed_file_by_file_plans_as_the_whole_run() {
+        let histogram_file = |steps: std::ops::Range<i64>| FileContents {
+            entries: steps
+                .map(|step| Entry::Histogram {
+                    tag: "h".into(),
+                    point: crate::read::event_file::Point {
+                        step,
+                        wall_time: 0.0,
+                        buckets: vec![],
+                        stats: crate::histograms::stats::Stats::MISSING,
+                    },
+                    confirmed: true,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let files = [histogram_file(0..5), histogram_file(3..7)];
+        let mut planner = RunPlanner::default();
+        files.iter().for_each(|f| planner.add(f));
+        let whole: Vec<Skeleton> = files.iter().map(Skeleton::from).collect();
+        let plan = planner.finish();
+        assert_eq!(plan, plan_run(&whole));
+        assert_eq!(planner.finish(), RunPlan::default());
+        assert_eq!(
+            plan.share(0),
+            Ok(FileShare {
+                keep: &[true, true, true, false, false],
+                newest: false
+            })
+        );
+        assert!(plan.share(1).unwrap().newest);
+        assert_eq!(
+            plan.share(2).unwrap_err().to_string(),
+            "the plan has no file 2"
+        );
     }
 }

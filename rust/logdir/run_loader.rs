@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::histograms::series::Series;
 use crate::logdir::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
@@ -226,9 +226,9 @@ impl RunLoader {
 }
 
 /// Reads what was appended to `files` since the last read, a segment of about
-/// `max_bytes` at a time, until `deadline`: past it, reading stops as soon as the
+/// `max_bytes` at a time, for about `budget`: past it, reading stops as soon as the
 /// run has some histograms and a file has more to read, so a page can show a
-/// run's first steps while the rest is read.
+/// run's first steps while the rest is read. A budget too long to reach never ends.
 ///
 /// The loader is shared with threads that look at its index meanwhile: its lock
 /// is held to pick and to record each segment, not while decoding it. Reads of
@@ -237,8 +237,9 @@ pub fn read(
     loader: &Mutex<RunLoader>,
     files: &[PathBuf],
     max_bytes: u64,
-    deadline: Instant,
+    budget: Duration,
 ) -> Progress {
+    let deadline = Instant::now().checked_add(budget);
     let lock = || {
         loader
             .lock()
@@ -261,7 +262,7 @@ pub fn read(
             done.push(path);
             continue;
         }
-        if Instant::now() > deadline && !run.tags.is_empty() {
+        if deadline.is_some_and(|d| Instant::now() > d) && !run.tags.is_empty() {
             return match run.next_read(files, &done) {
                 Some(_) => Progress::Behind,
                 None => Progress::CaughtUp,
@@ -308,8 +309,8 @@ mod tests {
         dir
     }
 
-    fn far() -> Instant {
-        Instant::now() + std::time::Duration::from_secs(60)
+    fn far() -> Duration {
+        Duration::from_secs(60)
     }
 
     #[test]
@@ -383,11 +384,15 @@ mod tests {
         let files = vec![path];
         let shared = Mutex::new(RunLoader::new("r"));
         assert_eq!(
-            read(&shared, &files, record, Instant::now()),
+            read(&shared, &files, record, Duration::ZERO),
             Progress::Behind
         );
         assert_eq!(shared.lock().unwrap().tag("h").unwrap().len(), 1);
-        assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
+        // A budget too long for a deadline to be reached: read to the end.
+        assert_eq!(
+            read(&shared, &files, record, Duration::MAX),
+            Progress::CaughtUp
+        );
         let run = shared.into_inner().unwrap();
         assert_eq!(run.tag("h").unwrap().len(), 10);
         assert_eq!(run.tag("h").unwrap().slice(8, 99).rows.steps, vec![8, 9]);

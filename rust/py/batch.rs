@@ -8,12 +8,12 @@ use pyo3::prelude::*;
 
 use super::check_bins;
 use super::records::{ChartsRecord, LogdirRecord, MergedRecord, RunFilesRecord};
-use crate::bins::chart::charts;
-use crate::logdir::discover::LogdirError;
+use crate::bins::chart::logdir_charts;
 use crate::logdir::discover::{discover_runs as discover, group_listing, qualified_runs, RunFiles};
-use crate::logdir::load::{load_logdir, load_logdirs, Logdir, Selection};
-use crate::logdir::merge::merge_run;
-use crate::logdir::plan::{keep_entries, plan_run, RunPlan as CorePlan, Skeleton};
+use crate::logdir::load::LogdirSource;
+use crate::logdir::merge::{merge_run, merge_share};
+use crate::logdir::plan::{PlanError, RunPlan as CorePlan, RunPlanner as CorePlanner};
+use crate::logdir::run_set::{RunSet as CoreSet, RunSetError};
 use crate::read::event_file::{read_event_file, FileContents};
 use crate::read::event_stream::{EventStream as CoreStream, StreamError};
 
@@ -34,12 +34,24 @@ pub enum Logdirs {
     Several(Vec<(String, PathBuf)>),
 }
 
-impl Logdirs {
-    pub fn load(&self, selection: &Selection) -> Result<Logdir, LogdirError> {
-        match self {
-            Logdirs::One(path) => load_logdir(path, selection),
-            Logdirs::Several(logdirs) => load_logdirs(logdirs, selection),
+impl From<Logdirs> for LogdirSource {
+    fn from(logdirs: Logdirs) -> Self {
+        match logdirs {
+            Logdirs::One(path) => LogdirSource::One(path),
+            Logdirs::Several(logdirs) => LogdirSource::Several(logdirs),
         }
+    }
+}
+
+impl From<RunSetError> for PyErr {
+    fn from(e: RunSetError) -> PyErr {
+        PyValueError::new_err(e.to_string())
+    }
+}
+
+impl From<PlanError> for PyErr {
+    fn from(e: PlanError) -> PyErr {
+        PyValueError::new_err(e.to_string())
     }
 }
 
@@ -130,31 +142,16 @@ fn take_all(files: Vec<PyRefMut<'_, DecodedFile>>) -> PyResult<Vec<FileContents>
 }
 
 /// The runs of a log directory merged as their files arrive, from any source,
-/// then handed out whole or as charts.
+/// then handed out whole or as charts (see the core's `run_set`).
 #[pyclass(module = "histoscope._core")]
-pub struct RunSet {
-    logdir: Option<Logdir>,
-}
-
-impl RunSet {
-    fn take(&mut self) -> PyResult<Logdir> {
-        self.logdir
-            .take()
-            .ok_or_else(|| PyValueError::new_err("this run set was already read out"))
-    }
-}
+pub struct RunSet(CoreSet);
 
 #[pymethods]
 impl RunSet {
     /// `runs`: the name of every run found, read or not.
     #[new]
     fn new(runs: Vec<String>) -> Self {
-        RunSet {
-            logdir: Some(Logdir {
-                runs,
-                ..Default::default()
-            }),
-        }
+        RunSet(CoreSet::new(runs))
     }
 
     /// Merges a run's decoded files, in order; the files are used up.
@@ -165,17 +162,12 @@ impl RunSet {
         files: Vec<PyRefMut<'_, DecodedFile>>,
     ) -> PyResult<()> {
         let contents = take_all(files)?;
-        let merged = py.detach(|| merge_run(run, contents));
-        self.logdir
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("this run set was already read out"))?
-            .add(run, merged);
-        Ok(())
+        Ok(py.detach(|| self.0.add(run, contents))?)
     }
 
     /// Every series added, as `load_histograms` gives them; the set is used up.
     fn load(&mut self, py: Python<'_>) -> PyResult<LogdirRecord> {
-        LogdirRecord::new(py, self.take()?)
+        LogdirRecord::new(py, self.0.take()?)
     }
 
     /// Every series added, thinned and rebinned in parallel as `read_charts` does; the set is used up.
@@ -187,38 +179,33 @@ impl RunSet {
         max_steps: Option<usize>,
     ) -> PyResult<ChartsRecord> {
         check_bins(bins)?;
-        let mut logdir = self.take()?;
-        let charts = py.detach(|| charts(&std::mem::take(&mut logdir.series), bins, max_steps));
-        ChartsRecord::new(py, logdir, charts)
+        let logdir = self.0.take()?;
+        let charted = py.detach(|| logdir_charts(logdir, bins, max_steps));
+        ChartsRecord::new(py, charted)
     }
 }
 
 /// Gathers the skeletons of a run's files one at a time (their buckets freed at
 /// once), for the plan of which entries survive the run's restarts.
 #[pyclass(module = "histoscope._core")]
-#[derive(Default)]
-pub struct RunPlanner {
-    skeletons: Vec<Skeleton>,
-}
+pub struct RunPlanner(CorePlanner);
 
 #[pymethods]
 impl RunPlanner {
     #[new]
     fn new() -> Self {
-        Self::default()
+        RunPlanner(CorePlanner::default())
     }
 
     /// Adds the run's next file; the file is used up.
     fn add(&mut self, mut file: PyRefMut<'_, DecodedFile>) -> PyResult<()> {
-        let contents = file.take()?;
-        self.skeletons.push(Skeleton::from(&contents));
+        self.0.add(&file.take()?);
         Ok(())
     }
 
     /// The plan of the files added, in the order added.
     fn finish(&mut self, py: Python<'_>) -> RunPlan {
-        let skeletons = std::mem::take(&mut self.skeletons);
-        RunPlan(py.detach(|| plan_run(&skeletons)))
+        RunPlan(py.detach(|| self.0.finish()))
     }
 }
 
@@ -250,11 +237,7 @@ impl RunPlan {
 
     /// Whether each entry of file `index` survives.
     fn keep(&self, index: usize) -> PyResult<Vec<bool>> {
-        self.0
-            .keep
-            .get(index)
-            .cloned()
-            .ok_or_else(|| PyValueError::new_err(format!("the plan has no file {index}")))
+        Ok(self.0.share(index)?.keep.to_vec())
     }
 
     /// File `index` of `run`, decoded again, reduced to its share of the run; the file is used up.
@@ -265,16 +248,9 @@ impl RunPlan {
         index: usize,
         mut file: PyRefMut<'_, DecodedFile>,
     ) -> PyResult<MergedRecord> {
-        let keep = self.keep(index)?;
-        let newest = index + 1 == self.0.keep.len();
-        let mut contents = file.take()?;
-        let mut merged = py.detach(|| {
-            keep_entries(&mut contents, &keep);
-            merge_run(run, vec![contents])
-        });
-        merged.superseded = 0;
-        merged.reports.iter_mut().for_each(|r| r.newest = newest);
-        MergedRecord::new(py, merged)
+        let share = self.0.share(index)?;
+        let contents = file.take()?;
+        MergedRecord::new(py, py.detach(|| merge_share(run, &share, contents)))
     }
 
     fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(Py<PyAny>, PlanArgs)> {
@@ -296,7 +272,7 @@ fn discover_runs(
     prefix: Option<String>,
 ) -> PyResult<Vec<RunFilesRecord>> {
     let runs = py.detach(|| discover(Path::new(&logdir)))?;
-    Ok(named(runs, prefix.as_deref()))
+    Ok(records(qualified_runs(runs, prefix.as_deref())))
 }
 
 /// Groups the events files among a listing of every file under `root` (any storage)
@@ -305,14 +281,11 @@ fn discover_runs(
 #[pyo3(signature = (root, files, prefix=None))]
 fn group_runs(root: &str, files: Vec<String>, prefix: Option<String>) -> Vec<RunFilesRecord> {
     let files = files.into_iter().map(PathBuf::from).collect();
-    named(group_listing(Path::new(root), files), prefix.as_deref())
+    let runs = group_listing(Path::new(root), files);
+    records(qualified_runs(runs, prefix.as_deref()))
 }
 
-fn named(runs: Vec<RunFiles>, prefix: Option<&str>) -> Vec<RunFilesRecord> {
-    let runs = match prefix {
-        Some(logdir) => qualified_runs(runs, logdir),
-        None => runs,
-    };
+fn records(runs: Vec<RunFiles>) -> Vec<RunFilesRecord> {
     runs.into_iter().map(RunFilesRecord::from).collect()
 }
 

@@ -122,9 +122,7 @@ fn uniform_edges(
     hi: f64,
     count: i64,
 ) -> PyResult<Bound<'_, PyArray1<f64>>> {
-    edges::check_bin_count(count)?;
-    edges::check_range(lo, hi)?;
-    Ok(edges::uniform_edges(lo, hi, count as usize).into_pyarray(py))
+    Ok(edges::checked_uniform_edges(lo, hi, count)?.into_pyarray(py))
 }
 
 /// Adds `histogram` and the edge rules to the module.

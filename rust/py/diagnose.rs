@@ -7,10 +7,13 @@ use pyo3::prelude::*;
 use super::batch::Logdirs;
 use super::records::{FileReportRecord, SeriesRecord};
 use super::selection;
-use crate::diagnose::{diagnose, DiagnoseError, Finding, Options, SeriesView, StepBuckets};
+use crate::diagnose::{
+    diagnose_checked, diagnose_loaded, DiagnoseError, Finding, Options, SeriesView, StepBuckets,
+};
 use crate::histograms::profile;
 use crate::histograms::stats::Stats;
 use crate::logdir::discover::LogdirError;
+use crate::logdir::load::LogdirSource;
 
 impl From<DiagnoseError> for PyErr {
     fn from(e: DiagnoseError) -> PyErr {
@@ -87,10 +90,10 @@ fn diagnose_logdir(
 ) -> PyResult<DiagnosisRecord> {
     let options = Options::parse(kinds, roles.unwrap_or_default())?;
     let selection = selection(runs, tags);
+    let source = LogdirSource::from(logdir);
     let (findings, reports) = py.detach(|| -> Result<_, LogdirError> {
-        let logdir = logdir.load(&selection)?;
-        let views: Vec<SeriesView<'_>> = logdir.series.iter().map(SeriesView::from).collect();
-        Ok((diagnose(&views, &options), logdir.reports))
+        let logdir = source.load(&selection)?;
+        Ok((diagnose_loaded(&logdir.series, &options), logdir.reports))
     })?;
     let reports = reports
         .into_iter()
@@ -172,10 +175,8 @@ fn diagnose_series(
             })
         })
         .collect::<PyResult<Vec<_>>>()?;
-    for view in &views {
-        view.check()?;
-    }
-    py_findings(py, py.detach(|| diagnose(&views, &options)))
+    let findings = py.detach(|| diagnose_checked(&views, &options))?;
+    py_findings(py, findings)
 }
 
 /// Each step's share of values at exactly zero, as the rules read it (for the report's overview).

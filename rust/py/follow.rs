@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::prelude::*;
@@ -109,15 +109,9 @@ impl RunLoaderHandle {
         max_bytes: u64,
         budget_seconds: f64,
     ) -> bool {
-        let budget = Duration::from_secs_f64(budget_seconds.max(0.0));
-        let progress = py.detach(|| {
-            read(
-                &self.loader,
-                &files,
-                max_bytes.max(1),
-                Instant::now() + budget,
-            )
-        });
+        // Negative or NaN: no time; too long for a Duration: no limit.
+        let budget = Duration::try_from_secs_f64(budget_seconds.max(0.0)).unwrap_or(Duration::MAX);
+        let progress = py.detach(|| read(&self.loader, &files, max_bytes, budget));
         progress == Progress::CaughtUp
     }
 

@@ -6,13 +6,13 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::bins::chart::charts;
+use crate::bins::chart::logdir_charts;
 use crate::bins::edges::check_bin_count;
 use crate::bins::rebin::rebin;
 use crate::bins::thin::thin_indices;
 use crate::histograms::stats::Stats;
 use crate::logdir::discover::LogdirError;
-use crate::logdir::load::Selection;
+use crate::logdir::load::{LogdirSource, Selection};
 use records::{ChartsRecord, LogdirRecord, RebinRecord};
 
 mod arrays;
@@ -59,7 +59,8 @@ fn load_histograms(
     tags: Option<Vec<String>>,
 ) -> PyResult<LogdirRecord> {
     let selection = selection(runs, tags);
-    let logdir = py.detach(|| logdir.load(&selection))?;
+    let source = LogdirSource::from(logdir);
+    let logdir = py.detach(|| source.load(&selection))?;
     LogdirRecord::new(py, logdir)
 }
 
@@ -76,12 +77,11 @@ fn read_charts(
 ) -> PyResult<ChartsRecord> {
     check_bins(bins)?;
     let selection = selection(runs, tags);
-    let (logdir, charts) = py.detach(|| -> Result<_, LogdirError> {
-        let mut logdir = logdir.load(&selection)?;
-        let charts = charts(&std::mem::take(&mut logdir.series), bins, max_steps);
-        Ok((logdir, charts))
+    let source = LogdirSource::from(logdir);
+    let charted = py.detach(|| -> Result<_, LogdirError> {
+        Ok(logdir_charts(source.load(&selection)?, bins, max_steps))
     })?;
-    ChartsRecord::new(py, logdir, charts)
+    ChartsRecord::new(py, charted)
 }
 
 /// Rebins the buckets of several steps, each an (n, 3) float64 array, onto `bins` equal bins.

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::bins::binning::Histogram;
-use crate::bins::chart::Chart;
+use crate::bins::chart::{Chart, LogdirCharts};
 use crate::bins::rebin::Rebinned;
 use crate::histograms::series::{check_series_layout, Series};
 use crate::histograms::stats::Stats;
@@ -258,16 +258,17 @@ pub struct ChartsRecord {
 }
 
 impl ChartsRecord {
-    pub fn new(py: Python<'_>, logdir: Logdir, charts: Vec<Chart>) -> PyResult<Self> {
-        let charts = charts
+    pub fn new(py: Python<'_>, charted: LogdirCharts) -> PyResult<Self> {
+        let charts = charted
+            .charts
             .into_iter()
             .map(|c| Py::new(py, ChartRecord::new(py, c)?))
             .collect::<PyResult<_>>()?;
         Ok(ChartsRecord {
-            runs: logdir.runs,
+            runs: charted.runs,
             charts,
-            reports: py_list(py, reports(logdir.reports))?,
-            superseded: logdir.superseded,
+            reports: py_list(py, reports(charted.reports))?,
+            superseded: charted.superseded,
         })
     }
 }
