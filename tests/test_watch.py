@@ -384,9 +384,9 @@ def test_a_span_of_a_few_subnormals_gets_numpys_edges_on_both_paths() -> None:
 
 
 def test_the_batched_torch_kernels_split_large_batches(monkeypatch) -> None:
-    from histoscope.write import batched as _batched
+    from histoscope.write import device
 
-    monkeypatch.setattr(_batched, "DEVICE_CHUNK_VALUES", 100)
+    monkeypatch.setattr(device, "DEVICE_CHUNK_VALUES", 100)
     tensors = [torch.randn(60), torch.randn(70), torch.randn(250), torch.zeros(3)]
     for ours, tensor in zip(bin_tensors_with_torch(tensors, 8), tensors):
         np.testing.assert_array_equal(ours.counts, hs.Histogram(tensor, bins=8).counts)

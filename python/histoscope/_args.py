@@ -43,6 +43,7 @@ __all__ = [
     "names",
     "one_of",
     "text_path",
+    "usable_weights",
     "value_range",
     "wall_time",
     "whole_number",
@@ -272,6 +273,16 @@ def logdir_path(logdir: object) -> str:
     if not os.path.exists(path):
         raise FileNotFoundError(f"log directory not found: {path!r} does not exist")
     return path
+
+
+def usable_weights(usable: bool) -> None:
+    """Raises the one ValueError every path gives for negative or nonfinite weights.
+
+    Example:
+        >>> usable_weights(True)
+    """
+    if not usable:
+        raise ValueError("weights must be finite and not negative")
 
 
 def is_tensor(values: Any) -> bool:

@@ -1,38 +1,35 @@
-"""PyTorch tensors: recognised without importing torch, copied on their device, binned there.
+"""PyTorch tensors and NumPy arrays as the core takes them: snapshots and flat host views.
 
-A GPU tensor is binned with torch's own operations on its device, with the
-Rust core's edge rules (`_core.default_range`, `_core.uniform_edges`), so
-that only the counts and the statistics come to the host and the counts
-equal the Rust path's.
+A tensor is copied on its own device (`snapshot_tensor`); one on the CPU
+reaches the core as a flat NumPy view (`host_array`), 16-bit floats as their
+bits with the encoding named. Tensors on other devices are binned there
+(`device`).
 
 Example:
     >>> import torch
     >>> from histoscope.write import _torch
-    >>> edges, counts, stats = _torch.bin_on_device(torch.tensor([0.0, 1.0, 1.0]), 2)
-    >>> counts.tolist(), stats[0]
-    ([1.0, 2.0], 3.0)
+    >>> array, encoding = _torch.host_array(torch.ones(2, dtype=torch.bfloat16))
+    >>> array.dtype.name, encoding
+    ('uint16', 'bfloat16')
 """
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _core
+from .. import _args
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
     "NUMPY_DTYPES",
-    "bin_on_device",
-    "check_weights_are_usable",
     "device_type",
     "flat_numpy",
     "flat_numpy_weights",
-    "is_torch_tensor",
+    "host_array",
     "snapshot_tensor",
 ]
 
@@ -53,27 +50,6 @@ NUMPY_DTYPES = frozenset(
     }
 )
 """The torch dtypes that NumPy holds as they are (bfloat16 is not among them)."""
-
-_NAN = float("nan")
-
-Stats = tuple[float, float, float, float, float, float, float, float]
-"""(count, min, max, mean, std, nonfinite, below, above), as `_core.STAT_NAMES` names them."""
-
-Weights = Union[np.ndarray, "torch.Tensor"]
-
-
-def is_torch_tensor(values: Any) -> bool:
-    """Whether ``values`` is a torch tensor, checked without importing torch for other types.
-
-    Example:
-        >>> is_torch_tensor(np.zeros(2))
-        False
-    """
-    if not type(values).__module__.startswith("torch"):
-        return False
-    import torch
-
-    return isinstance(values, torch.Tensor)
 
 
 def snapshot_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
@@ -105,16 +81,6 @@ def device_type(tensor: torch.Tensor) -> str:
     return str(tensor.device).split(":")[0]
 
 
-def check_weights_are_usable(usable: bool) -> None:
-    """Raises the one ValueError every path gives for negative or nonfinite weights.
-
-    Example:
-        >>> check_weights_are_usable(True)
-    """
-    if not usable:
-        raise ValueError("weights must be finite and not negative")
-
-
 def flat_numpy(tensor: torch.Tensor) -> tuple[np.ndarray, str | None]:
     """A flat NumPy view of a CPU tensor, and "bfloat16" when its uint16s hold those bits.
 
@@ -125,7 +91,7 @@ def flat_numpy(tensor: torch.Tensor) -> tuple[np.ndarray, str | None]:
     """
     import torch
 
-    flat = tensor.detach().reshape(-1).cpu()
+    flat = tensor.detach().resolve_neg().reshape(-1).cpu()
     if flat.dtype == torch.bfloat16:
         return flat.view(torch.int16).numpy().view(np.uint16), "bfloat16"
     if str(flat.dtype).removeprefix("torch.") not in NUMPY_DTYPES:
@@ -142,78 +108,25 @@ def flat_numpy_weights(weights: torch.Tensor) -> np.ndarray:
         [1.0, 1.0]
     """
     flat = weights.detach().reshape(-1).to("cpu").double()
-    check_weights_are_usable(bool((flat.isfinite() & (flat >= 0)).all()))
+    _args.usable_weights(bool((flat.isfinite() & (flat >= 0)).all()))
     return flat.numpy()
 
 
-def _on_device(weights: Weights, device: torch.device) -> torch.Tensor:
-    import torch
+def host_array(values: Any) -> tuple[np.ndarray, str | None]:
+    """A flat NumPy view of a NumPy array or CPU tensor, and the 16-bit float its uint16s hold.
 
-    if not isinstance(weights, np.ndarray):
-        return weights.detach().reshape(-1).to(device=device, dtype=torch.float64)
-    flat = np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)
-    return torch.from_numpy(flat).to(device)
-
-
-def bin_on_device(
-    tensor: torch.Tensor,
-    bins: int | np.ndarray,
-    range: tuple[float, float] | None = None,
-    weights: Weights | None = None,
-) -> tuple[np.ndarray, np.ndarray, Stats]:
-    """Bins a tensor on its own device with torch's operations, as the Rust core does.
-
-    ``bins`` is a checked number of equal bins or checked edges. Values are
-    compared in float64 with the same float64 edges, so the counts equal the
-    NumPy path's; only the counts and six statistics are copied to the host.
-    Returns (edges, counts, stats).
+    Example:
+        >>> host_array(np.zeros((2, 2), dtype=np.float16))[1]
+        'float16'
     """
-    import torch
-
-    x = tensor.detach().reshape(-1).to(torch.float64)
-    finite = torch.isfinite(x)
-    if weights is None:
-        w = torch.ones_like(x)
+    if isinstance(values, np.ndarray):
+        array = values.reshape(-1)
     else:
-        w = _on_device(weights, x.device)
-        check_weights_are_usable(bool((torch.isfinite(w) & (w >= 0)).all()))
-    weight = torch.where(finite, w, 0.0)
-    counted = finite & (w != 0)
-    xz = torch.where(finite, x, 0.0)
-    total = weight.sum()
-    mean = (weight * xz).sum() / total
-    inf = torch.tensor(math.inf, dtype=torch.float64, device=x.device)
-    sentinel = inf.reshape(1)
-    low = torch.cat([torch.where(counted, x, inf), sentinel]).min()
-    high = torch.cat([torch.where(counted, x, -inf), -sentinel]).max()
-    count, mean_, low_, high_ = torch.stack([total, mean, low, high]).tolist()
-    if isinstance(bins, int):
-        lo, hi = range if range is not None else _core.default_range(low_, high_)
-        edges = _core.uniform_edges(lo, hi, bins)
-    else:
-        edges = np.array(bins, dtype=np.float64)
-    n = len(edges) - 1
-    device_edges = torch.from_numpy(edges).to(x.device)
-    slot = torch.searchsorted(device_edges[1:-1].contiguous(), x, right=True)
-    slot = torch.where(x < device_edges[0], n, slot)
-    slot = torch.where(x > device_edges[-1], n + 1, slot)
-    slot = torch.where(finite, slot, n + 2)
-    tally = torch.bincount(slot, weights=None if weights is None else w, minlength=n + 3)
-    if count > 0:
-        m2 = (weight * (xz - mean_) ** 2).sum()
-        std = math.sqrt(max(m2.item(), 0.0) / count)
-    else:
-        mean_, std = _NAN, _NAN
-    tally_ = tally.to(torch.float64).cpu().numpy()
-    some = low_ <= high_
-    stats = (
-        count,
-        low_ if some else _NAN,
-        high_ if some else _NAN,
-        mean_,
-        std,
-        float(tally_[n + 2]),
-        float(tally_[n]),
-        float(tally_[n + 1]),
-    )
-    return edges, tally_[:n], stats
+        array, half = flat_numpy(values)
+        if half is not None:
+            return array, half
+    if array.dtype == np.float16:
+        return array.view(np.uint16), "float16"
+    if array.dtype.name == "bfloat16":
+        return array.view(np.uint16), "bfloat16"
+    return array, None

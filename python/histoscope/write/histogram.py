@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _args, _core
 from .._args import Bins
-from . import _torch
+from . import _torch, device
 from .snapshot import Prepared, SnapshotPool, prepare_values
 
 __all__ = [
@@ -200,7 +200,7 @@ def prepare_weights(weights: Any, values: Prepared) -> Prepared | None:
         )
     if isinstance(prepared, np.ndarray):
         prepared = prepared.astype(np.float64, copy=False)
-        _torch.check_weights_are_usable(bool(np.isfinite(prepared).all() and (prepared >= 0).all()))
+        _args.usable_weights(bool(np.isfinite(prepared).all() and (prepared >= 0).all()))
     return prepared
 
 
@@ -222,7 +222,7 @@ def bin_prepared(
     """
     if not isinstance(values, np.ndarray) and _torch.device_type(values) != "cpu":
         return _bin_with_torch(values, bins, range, weights)
-    array, half = _numpy_of(values)
+    array, half = _torch.host_array(values)
     numpy_weights = None if weights is None else _numpy_weights(weights)
     binned = _core.histogram(
         array,
@@ -242,8 +242,9 @@ def _bin_with_torch(
     range: tuple[float, float] | None = None,
     weights: Prepared | None = None,
 ) -> Histogram:
-    """Bins a tensor on its own device (`_torch.bin_on_device`); callable on CPU tensors to test."""
-    return Histogram._of(*_torch.bin_on_device(tensor, bins, range, weights))
+    """Bins a tensor on its own device (`device.bin_on_device`); callable on CPU tensors to test."""
+    binned = device.bin_on_device([tensor], bins, range, None if weights is None else [weights])[0]
+    return Histogram._of(binned.edges, binned.counts, binned.stats)
 
 
 def _check_np_histogram(np_histogram: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -268,21 +269,6 @@ def _check_np_histogram(np_histogram: Any) -> tuple[np.ndarray, np.ndarray]:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
-
-
-def _numpy_of(values: Prepared) -> tuple[np.ndarray, str | None]:
-    """A flat NumPy view of prepared CPU values, and which 16-bit float its uint16s hold."""
-    if isinstance(values, np.ndarray):
-        array = values.reshape(-1)
-    else:
-        array, half = _torch.flat_numpy(values)
-        if half is not None:
-            return array, half
-    if array.dtype == np.float16:
-        return array.view(np.uint16), "float16"
-    if array.dtype.name == "bfloat16":
-        return array.view(np.uint16), "bfloat16"
-    return array, None
 
 
 def _numpy_weights(weights: Prepared) -> np.ndarray:

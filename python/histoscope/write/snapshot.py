@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from ._torch import NUMPY_DTYPES, is_torch_tensor, snapshot_tensor
+from .._args import is_tensor
+from ._torch import NUMPY_DTYPES, snapshot_tensor
 
 if TYPE_CHECKING:
     import torch
@@ -46,7 +47,7 @@ def prepare_values(values: Any, name: str = "values") -> Prepared:
         >>> copy
         array([0., 1., 2.])
     """
-    if is_torch_tensor(values):
+    if is_tensor(values):
         return snapshot_tensor(values, name)
     array, fresh = _as_numpy(values, name)
     dtype = _checked_dtype(array.dtype, name)
@@ -115,7 +116,7 @@ def _pooled_view(values: Any) -> np.ndarray | None:
     """``values`` as a NumPy array without copying, when a pool may copy them."""
     if isinstance(values, np.ndarray):
         array = values
-    elif is_torch_tensor(values) and values.device.type == "cpu":
+    elif is_tensor(values) and values.device.type == "cpu":
         import torch
 
         if values.layout != torch.strided:
