@@ -16,7 +16,6 @@ import gzip
 import html
 import json
 import os
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..read.reader import HistogramSeries, load_histograms
-from .page import MODULES, asset_text, bundle
+from .page import MODULES, asset_text, bundle, vocabulary_script
 
 __all__ = ["build_report", "bundle", "write_report"]
 
@@ -39,7 +38,6 @@ _CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
-_STATS = ("count", "min", "max", "mean", "std", "nonfinite")
 
 
 def write_report(
@@ -52,9 +50,9 @@ def write_report(
     """Writes the report of ``logdir`` to ``output``; returns its path.
 
     Example:
-        >>> import os, tempfile, histoscope.report
+        >>> import os, tempfile, histoscope.view.report
         >>> out = os.path.join(tempfile.mkdtemp(), "report.html")
-        >>> histoscope.report.write_report("examples/logdir", out).stat().st_size > 10_000
+        >>> histoscope.view.report.write_report("examples/logdir", out).stat().st_size > 10_000
         True
     """
     path = Path(output)
@@ -92,7 +90,7 @@ def build_report(
         .replace(
             "{scripts}",
             f'<script type="application/octet-stream" id="histoscope-data">\n{packed}\n</script>\n'
-            f"<script>\n{asset_text('a11y.js')}\n</script>\n"
+            f"{vocabulary_script()}"
             f'<script type="module">\n{bundle([*MODULES, "report.js"])}\n</script>',
         )
         .replace("Loading runs…", "Unpacking the report…")
@@ -118,7 +116,7 @@ def _data(
                 "steps": series.steps[kept[run]],
                 "counts": _compact(rows),
                 "stats": {
-                    **{name: _compact(series.stats[name][kept[run]]) for name in _STATS},
+                    **{name: _compact(series.stats[name][kept[run]]) for name in _core.STAT_NAMES},
                     "zeros": _compact(_core.zero_shares(series.record)[kept[run]]),
                 },
             }

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 import numpy as np
 
 from .. import _core
-from .page import MODULES, asset_text
 from .follow import BASIS_POINTS, SEGMENT_BYTES, LogdirIndex, RunIndex, SeriesView
+from .page import MODULES, asset_text, vocabulary_script
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -305,8 +305,8 @@ def _page(logdir: str, index: LogdirIndex) -> Callable[[Request], Awaitable[Resp
         .replace(
             "{scripts}",
             '<script type="application/json" id="histoscope-runs">{runs}</script>\n'
-            '<script src="/assets/a11y.js"></script>\n'
-            '<script type="module" src="/assets/viewer.js"></script>',
+            + vocabulary_script()
+            + '<script type="module" src="/assets/viewer.js"></script>',
         )
     )
 
