@@ -142,7 +142,7 @@ fn take_all(files: Vec<PyRefMut<'_, DecodedFile>>) -> PyResult<Vec<FileContents>
 }
 
 /// The runs of a log directory merged as their files arrive, from any source,
-/// then handed out whole or as charts (see the core's `run_set`).
+/// then handed out whole or as charts.
 #[pyclass(module = "histoscope._core")]
 pub struct RunSet(CoreSet);
 
