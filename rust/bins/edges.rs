@@ -14,6 +14,10 @@ use thiserror::Error;
 /// the Python API has always had, so no caller loses anything.
 pub const MAX_BINS: usize = 512;
 
+/// The number of equal bins a histogram is logged with when none is asked for
+/// (`Run.log`, `watch`, `Histogram`, the framework callbacks).
+pub const DEFAULT_BINS: usize = 64;
+
 /// Why a number of bins, a range or a list of edges cannot be used.
 #[derive(Debug, Error, PartialEq)]
 pub enum EdgesError {
@@ -238,6 +242,11 @@ mod tests {
         assert!(check_range(1.0, 1.0).is_err());
         assert!(check_range(-f64::MAX, f64::MAX).is_err());
         assert!(check_range(0.0, f64::NAN).is_err());
+    }
+
+    #[test]
+    fn the_default_bin_count_is_within_the_limit() {
+        assert_eq!(check_bin_count(DEFAULT_BINS as i64), Ok(()));
     }
 
     #[test]

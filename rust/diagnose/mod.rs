@@ -42,6 +42,7 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order the Python API lists them (`KINDS`).
     pub const ALL: [Kind; 6] = [
         Kind::Vanishing,
         Kind::Exploding,
@@ -89,6 +90,9 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// Every severity, from least to most severe (`SEVERITIES`).
+    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
+
     pub fn name(self) -> &'static str {
         match self {
             Severity::Info => "info",

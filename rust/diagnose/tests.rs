@@ -165,3 +165,30 @@ fn bad_names_and_arrays_are_errors() {
         Err(DiagnoseError::BadSeries { .. })
     ));
 }
+
+#[test]
+fn the_vocabularies_keep_the_python_apis_order() {
+    let kinds = Kind::ALL.map(Kind::name);
+    assert_eq!(
+        kinds,
+        [
+            "vanishing",
+            "exploding",
+            "nonfinite",
+            "dead",
+            "saturated",
+            "collapsed"
+        ]
+    );
+    assert!(kinds.iter().all(|k| k.parse::<Kind>().is_ok()));
+    assert_eq!(
+        Role::NAMES,
+        ["gradient", "parameter", "activation", "other"]
+    );
+    assert!(Role::NAMES.iter().all(|r| r.parse::<Role>().is_ok()));
+    assert_eq!(
+        Severity::ALL.map(Severity::name),
+        ["info", "warning", "error"]
+    );
+    assert!(Severity::ALL.windows(2).all(|w| w[0] < w[1]));
+}

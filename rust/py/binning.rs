@@ -1,5 +1,5 @@
 //! `histogram`: a NumPy array of any numeric or bool dtype to edges, counts and statistics;
-//! and the edge rules (`MAX_BINS`, the checks, the default range, equal edges) it follows.
+//! and the edge rules (the checks, the default range, equal edges) it follows.
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use super::arrays::{c_order, data, Array};
 use super::records::BinnedHistogram;
 use crate::bins::binning::{histogram as bin, BinningError, Bins};
-use crate::bins::edges::{self, EdgesError, MAX_BINS};
+use crate::bins::edges::{self, EdgesError};
 
 impl From<BinningError> for PyErr {
     fn from(e: BinningError) -> PyErr {
@@ -127,7 +127,6 @@ fn uniform_edges(
 
 /// Adds `histogram` and the edge rules to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("MAX_BINS", MAX_BINS)?;
     m.add_function(wrap_pyfunction!(check_bin_count, m)?)?;
     m.add_function(wrap_pyfunction!(check_edges, m)?)?;
     m.add_function(wrap_pyfunction!(check_range, m)?)?;

@@ -7,9 +7,10 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::bins::chart::logdir_charts;
-use crate::bins::edges::check_bin_count;
+use crate::bins::edges::{check_bin_count, DEFAULT_BINS, MAX_BINS};
 use crate::bins::rebin::rebin;
 use crate::bins::thin::thin_indices;
+use crate::diagnose::{Kind, Role, Severity};
 use crate::histograms::stats::Stats;
 use crate::logdir::discover::LogdirError;
 use crate::logdir::load::{LogdirSource, Selection};
@@ -126,6 +127,11 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rebin_steps, m)?)?;
     m.add_function(wrap_pyfunction!(thin, m)?)?;
     m.add("STAT_NAMES", Stats::NAMES.to_vec())?;
+    m.add("MAX_BINS", MAX_BINS)?;
+    m.add("DEFAULT_BINS", DEFAULT_BINS)?;
+    m.add("KINDS", Kind::ALL.map(Kind::name).to_vec())?;
+    m.add("ROLES", Role::NAMES.to_vec())?;
+    m.add("SEVERITIES", Severity::ALL.map(Severity::name).to_vec())?;
     records::register(m)?;
     writer::register(m)?;
     batch::register(m)?;
