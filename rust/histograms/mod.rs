@@ -1,4 +1,4 @@
-//! Histograms as values: buckets from every format, their statistics, and one series per tag.
+//! Histograms as values: buckets from every format, statistics and step profiles, one series per tag.
 
 pub mod data_compat;
 pub mod float16;
