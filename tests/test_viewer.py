@@ -21,7 +21,8 @@ from browser import AUDIO_PROBE, write_thousand_keys
 from playwright.sync_api import Browser, Locator, Page, expect
 
 import histoscope
-from histoscope.view import viewer
+from histoscope.errors import RequestError
+from histoscope.view import answers, viewer
 from histoscope.view.follow import LogdirIndex
 
 pytest_plugins = ["browser"]  # the browser and screenshot fixtures
@@ -389,13 +390,13 @@ def _series_answer(index: LogdirIndex, query: str) -> dict:
     from starlette.requests import Request
 
     scope = {"type": "http", "query_string": query.encode(), "headers": []}
-    return json.loads(viewer._encode(viewer._series(index, Request(scope))))
+    return json.loads(answers.encode(answers.series(index, Request(scope))))
 
 
 def test_series_are_sent_from_the_steps_held_a_page_at_a_time(
     logdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(viewer, "SERIES_STEPS", 8)
+    monkeypatch.setattr(answers, "SERIES_STEPS", 8)
     index = LogdirIndex(str(logdir))
     run = index.run("train")
     while not run.caught_up:
@@ -417,7 +418,7 @@ def test_series_are_sent_from_the_steps_held_a_page_at_a_time(
     (_, other) = _series_answer(index, query + f"{generation + 1}:8")["series"]
     assert other["from"] == 0 and other["steps"] == steps[:8]  # another generation: from 0
     for wrong in ["eight", "0:-1", "1"]:
-        with pytest.raises(viewer._BadRequest):
+        with pytest.raises(RequestError):
             _series_answer(index, query + wrong)
 
 

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from .. import _core
-from .series import HistogramSeries
 
 if TYPE_CHECKING:
     import pandas
     import pyarrow
+
+    from .series import HistogramSeries
 
 __all__ = ["COLUMNS", "schema", "to_arrow", "to_pandas"]
 
@@ -32,9 +33,9 @@ STAT_COLUMNS = tuple("num" if name == "count" else name for name in _core.STAT_N
 COLUMNS = ("run", "tag", "step", "wall_time", "left", "right", "count", *STAT_COLUMNS)
 
 SeriesInput = Union[
-    HistogramSeries,
-    Mapping[str, Mapping[str, HistogramSeries]],
-    Iterable[HistogramSeries],
+    "HistogramSeries",
+    Mapping[str, Mapping[str, "HistogramSeries"]],
+    Iterable["HistogramSeries"],
 ]
 
 
@@ -143,8 +144,8 @@ def _joined_offsets(offsets: list[np.ndarray]) -> np.ndarray:
 
 
 def _flatten(series: SeriesInput) -> list[HistogramSeries]:
-    if isinstance(series, HistogramSeries):
-        return [series]
+    if _is_series(series):
+        return [series]  # type: ignore[list-item]
     if isinstance(series, Mapping):
         out: list[HistogramSeries] = []
         for tag, by_run in series.items():
@@ -157,9 +158,14 @@ def _flatten(series: SeriesInput) -> list[HistogramSeries]:
         series = out
     items = list(series)
     for item in items:
-        if not isinstance(item, HistogramSeries):
+        if not _is_series(item):
             raise TypeError(
                 "series must hold HistogramSeries (as load_histograms returns them), "
                 f"got {type(item).__name__}"
             )
     return items
+
+
+def _is_series(item: object) -> bool:
+    # By the core record it wraps: series.py imports this module for its to_arrow.
+    return isinstance(getattr(item, "record", None), _core.SeriesRecord)

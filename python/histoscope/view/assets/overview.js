@@ -8,7 +8,7 @@ import { formatValue, viridis, rgb, svgElement } from "./format.js";
 import { keyMatcher } from "./sections.js";
 import { notable } from "./state.js";
 
-// What the overview can colour its cells by (viewer.OVERVIEW_STATS), as the page says them.
+// What the overview can colour its cells by (answers.OVERVIEW_STATS in view/answers.py), as the page says them.
 export const OVERVIEW_STATS = {
   std: "standard deviation", absmax: "largest absolute value", zeros: "share of zeros",
   nonfinite: "nonfinite count", mean: "mean",

@@ -4,7 +4,7 @@
 import { start } from "./app.js";
 import { positionAt, readVocabulary } from "./state.js";
 
-// One step's statistic for the overview, as viewer.overview_value computes it on the server.
+// One step's statistic for the overview, as view/answers.py overview_value computes it on the server.
 function overviewValue(stat, stats, quantiles, i) {
   const pick = (name, fallback) => (stats[name][i] === null ? fallback : stats[name][i]);
   if (stat === "std") return pick("std", (quantiles[i][6] - quantiles[i][2]) / 2);
