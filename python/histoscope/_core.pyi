@@ -10,6 +10,10 @@ import numpy.typing as npt
 from typing_extensions import Self, final
 
 STAT_NAMES: list[str]
+DEFAULT_BINS: int
+KINDS: list[str]
+ROLES: list[str]
+SEVERITIES: list[str]
 BASIS_POINTS: list[int]
 
 _Logdirs = str | os.PathLike[str] | list[tuple[str, str | os.PathLike[str]]]

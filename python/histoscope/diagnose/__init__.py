@@ -22,11 +22,11 @@ from ..read.storage import resolve_logdirs
 __all__ = ["KINDS", "ROLES", "SEVERITIES", "Finding", "diagnose"]
 
 #: The kinds of finding, in the order the rules run.
-KINDS = ("vanishing", "exploding", "nonfinite", "dead", "saturated", "collapsed")
+KINDS: tuple[str, ...] = tuple(_core.KINDS)
 #: The roles a key can have; `diagnose`'s ``roles`` maps keys to these.
-ROLES = ("gradient", "parameter", "activation", "other")
+ROLES: tuple[str, ...] = tuple(_core.ROLES)
 #: Severities from least to most severe.
-SEVERITIES = ("info", "warning", "error")
+SEVERITIES: tuple[str, ...] = tuple(_core.SEVERITIES)
 
 PathLike = Union[str, "os.PathLike[str]"]
 Loaded = Mapping[str, Mapping[str, HistogramSeries]]

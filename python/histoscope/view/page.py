@@ -30,9 +30,8 @@ MODULES = (
     "app.js",
 )
 
-#: Severities of findings, least severe first, as the core lists them. The core exports
-#: them from issue 18 on; a core built before that has diagnose's order.
-SEVERITIES: tuple[str, ...] = tuple(getattr(_core, "SEVERITIES", ("info", "warning", "error")))
+#: Severities of findings, least severe first, as the core lists them.
+SEVERITIES: tuple[str, ...] = tuple(_core.SEVERITIES)
 
 _IMPORT = re.compile(r'^import (\{[^}]*\}|\* as \w+) from "\./(\w+)\.js";[ \t]*$', re.M)
 _EXPORT = re.compile(r"^export (?:async )?(?:function|const|let|class) (\w+)", re.M)

@@ -24,7 +24,7 @@ __all__ = ["DEFAULT_BINS", "LOG_CHOICES", "Filter", "WatchArguments", "WatchOpti
 
 LOG_CHOICES = ("gradients", "parameters", "all")
 
-DEFAULT_BINS: int = getattr(_core, "DEFAULT_BINS", 64)  # TEMP until the core exports it
+DEFAULT_BINS: int = _core.DEFAULT_BINS
 """The bins of a histogram when none are asked for: the core's default, for every entry point."""
 
 Filter = Union[str, "re.Pattern[str]", Callable[[str, Any], bool], None]
