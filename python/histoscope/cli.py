@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from . import __version__, _args, _core
 
 __all__ = ["main"]
+
+
+def _ls(args: argparse.Namespace) -> int:
+    """Lists the runs, tags and steps of a log directory, and what was skipped."""
+    return _list_logdir(args.logdir, sys.stdout)
 
 
 def _list_logdir(logdir: str, out: TextIO) -> int:
@@ -77,31 +83,6 @@ def _storage_option(text: str) -> tuple[str, object]:
         return key, value
 
 
-def _add_export(commands: argparse._SubParsersAction) -> None:
-    export = commands.add_parser(
-        "export",
-        help="stream the histograms of log directories into a Parquet file, one row per step",
-        description="Writes one row per (run, tag, step) with wall_time, the buckets as lists "
-        "(left, right, count) and the statistics, one row group per events file. With several "
-        "log directories (or a quoted glob pattern) runs are named <logdir>/<run>.",
-    )
-    export.add_argument(
-        "logdir", nargs="+", help="log directories, glob patterns or fsspec URLs (s3://...)"
-    )
-    export.add_argument("-o", "--output", required=True, help="the Parquet file to write")
-    export.add_argument("--tags", nargs="+", metavar="TAG", help="only these histogram tags")
-    export.add_argument("--runs", nargs="+", metavar="RUN", help="only these runs")
-    export.add_argument(
-        "--storage-option",
-        action="append",
-        default=[],
-        type=_storage_option,
-        metavar="KEY=VALUE",
-        help="an fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable)",
-    )
-    export.set_defaults(run=_export)
-
-
 def _view(args: argparse.Namespace) -> int:
     """Serves the viewer of a log directory until interrupted."""
     from .view.viewer import serve
@@ -111,23 +92,6 @@ def _view(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
-
-
-def _add_view(commands: argparse._SubParsersAction) -> None:
-    view = commands.add_parser(
-        "view",
-        help="serve a web page that shows the histograms of a log directory as it grows",
-        description="Serves the runs, histograms and distributions of LOGDIR on a local web "
-        "page that follows the files as they grow, and prints its address.",
-    )
-    view.add_argument("logdir", help="a TensorBoard log directory")
-    view.add_argument("--port", type=int, default=6006, help="the port (default 6006; 0: any)")
-    view.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="the address to listen on (default 127.0.0.1, this machine only)",
-    )
-    view.set_defaults(run=_view)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -140,25 +104,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_report(commands: argparse._SubParsersAction) -> None:
-    report = commands.add_parser(
-        "report",
-        help="write one self-contained offline HTML file of a whole log directory",
-        description="Writes the overview, the sections and every card of LOGDIR, with the "
-        "viewer's keys, speech, sound and braille, into one HTML file that opens from disk "
-        "and makes no network request.",
-    )
-    report.add_argument("logdir", help="a TensorBoard log directory")
-    report.add_argument("-o", "--output", required=True, help="the HTML file to write")
-    report.add_argument(
-        "--max-steps",
-        type=int,
-        default=51,
-        help="the most steps kept per series, thinned evenly (default 51)",
-    )
-    report.set_defaults(run=_report)
-
-
 def _demo(args: argparse.Namespace) -> int:
     """Trains a small model, logs its histograms, writes their report and maybe serves them."""
     from .demo import run_demo
@@ -167,23 +112,6 @@ def _demo(args: argparse.Namespace) -> int:
     if args.view:
         return _view(argparse.Namespace(logdir=logdir, host="127.0.0.1", port=args.port))
     return 0
-
-
-def _add_demo(commands: argparse._SubParsersAction) -> None:
-    demo = commands.add_parser(
-        "demo",
-        help="train a small network, log its histograms and write the offline report",
-        description="Trains a three-layer perceptron on synthetic data at two learning rates "
-        "(PyTorch with run.watch when installed, else NumPy), logs its parameters, gradients "
-        "and activations, and writes one offline HTML report of them.",
-    )
-    demo.add_argument(
-        "--out", default="histoscope-demo", help="the folder to write (default histoscope-demo)"
-    )
-    demo.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
-    demo.add_argument("--view", action="store_true", help="then serve the log directory")
-    demo.add_argument("--port", type=int, default=6006, help="the port for --view")
-    demo.set_defaults(run=_demo)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -218,23 +146,112 @@ def _print_findings(findings: Sequence, logdir: str, out: TextIO) -> None:
     print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}: {summary}", file=out)
 
 
-def _add_check(commands: argparse._SubParsersAction) -> None:
-    from .diagnose import KINDS
+@dataclasses.dataclass(frozen=True)
+class _Command:
+    """One subcommand: what ``--help`` says of it, its arguments, and what runs it."""
 
-    check = commands.add_parser(
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace], int]
+    arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+    description: str | None = None
+
+
+def _arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    return flags, options
+
+
+_LOGDIR = _arg("logdir", help="a TensorBoard log directory")
+
+_COMMANDS = (
+    _Command(
+        "ls",
+        "list runs, histogram tags, step ranges and damaged files of a log directory",
+        _ls,
+        (_LOGDIR,),
+    ),
+    _Command(
+        "export",
+        "stream the histograms of log directories into a Parquet file, one row per step",
+        _export,
+        (
+            _arg("logdir", nargs="+", help="log directories, glob patterns or fsspec URLs"),
+            _arg("-o", "--output", required=True, help="the Parquet file to write"),
+            _arg("--tags", nargs="+", metavar="TAG", help="only these histogram tags"),
+            _arg("--runs", nargs="+", metavar="RUN", help="only these runs"),
+            _arg(
+                "--storage-option", action="append", default=[], type=_storage_option,
+                metavar="KEY=VALUE",
+                help="an fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000"
+                " (repeatable)",
+            ),
+        ),
+        "Writes one row per (run, tag, step) with wall_time, the buckets as lists "
+        "(left, right, count) and the statistics, one row group per events file. With several "
+        "log directories (or a quoted glob pattern) runs are named <logdir>/<run>.",
+    ),
+    _Command(
+        "view",
+        "serve a web page that shows the histograms of a log directory as it grows",
+        _view,
+        (
+            _LOGDIR,
+            _arg("--port", type=int, default=6006, help="the port (default 6006; 0: any)"),
+            _arg(
+                "--host", default="127.0.0.1",
+                help="the address to listen on (default 127.0.0.1, this machine only)",
+            ),
+        ),
+        "Serves the runs, histograms and distributions of LOGDIR on a local web "
+        "page that follows the files as they grow, and prints its address.",
+    ),
+    _Command(
+        "report",
+        "write one self-contained offline HTML file of a whole log directory",
+        _report,
+        (
+            _LOGDIR,
+            _arg("-o", "--output", required=True, help="the HTML file to write"),
+            _arg(
+                "--max-steps", type=int, default=51,
+                help="the most steps kept per series, thinned evenly (default 51)",
+            ),
+        ),
+        "Writes the overview, the sections and every card of LOGDIR, with the "
+        "viewer's keys, speech, sound and braille, into one HTML file that opens from disk "
+        "and makes no network request.",
+    ),
+    _Command(
+        "demo",
+        "train a small network, log its histograms and write the offline report",
+        _demo,
+        (
+            _arg("--out", default="histoscope-demo", help="the folder to write (%(default)s)"),
+            _arg("--steps", type=int, default=300, help="training steps (default 300)"),
+            _arg("--view", action="store_true", help="then serve the log directory"),
+            _arg("--port", type=int, default=6006, help="the port for --view"),
+        ),
+        "Trains a three-layer perceptron on synthetic data at two learning rates "
+        "(PyTorch with run.watch when installed, else NumPy), logs its parameters, gradients "
+        "and activations, and writes one offline HTML report of them.",
+    ),
+    _Command(
         "check",
-        help="find vanishing or exploding gradients, NaN, dead or saturated units, collapse",
-        description="Diagnoses every histogram of LOGDIR and prints the findings. Exit status: "
+        "find vanishing or exploding gradients, NaN, dead or saturated units, collapse",
+        _check,
+        (
+            _LOGDIR,
+            _arg("--json", action="store_true", help="print a JSON list of findings"),
+            _arg(
+                "--kinds", nargs="+", choices=_core.KINDS, metavar="KIND",
+                help=f"only these kinds of finding: {', '.join(_core.KINDS)}",
+            ),
+        ),
+        "Diagnoses every histogram of LOGDIR and prints the findings. Exit status: "
         "0 when nothing above info was found, 1 when a warning or error was, 2 for usage errors, "
         "so that a training pipeline can use it as a gate.",
-    )
-    check.add_argument("logdir", help="a TensorBoard log directory")
-    check.add_argument("--json", action="store_true", help="print a JSON list of findings")
-    check.add_argument(
-        "--kinds", nargs="+", choices=KINDS, metavar="KIND",
-        help=f"only these kinds of finding: {', '.join(KINDS)}",
-    )  # fmt: skip
-    check.set_defaults(run=_check)
+    ),
+)  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -243,15 +260,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    ls = commands.add_parser(
-        "ls", help="list runs, histogram tags, step ranges and damaged files of a log directory"
-    )
-    ls.add_argument("logdir", help="a TensorBoard log directory")
-    _add_export(commands)
-    _add_view(commands)
-    _add_report(commands)
-    _add_demo(commands)
-    _add_check(commands)
+    for command in _COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.description)
+        for flags, options in command.arguments:
+            sub.add_argument(*flags, **options)
+        sub.set_defaults(run=command.run)
     return parser
 
 
@@ -259,14 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        if args.command == "ls":
-            return _list_logdir(args.logdir, sys.stdout)
-        if hasattr(args, "run"):
-            return args.run(args)
+        return int(args.run(args))
     except (FileNotFoundError, OSError, ImportError, ValueError) as error:
         print(f"histoscope: {error}", file=sys.stderr)
         return 2
-    return 1
 
 
 if __name__ == "__main__":
