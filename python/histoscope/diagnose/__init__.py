@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 from .. import _args, _core
@@ -64,17 +64,8 @@ class Finding:
 
     @classmethod
     def _of(cls, record: _core.FindingRecord) -> Finding:
-        return cls(
-            kind=record.kind,
-            run=record.run,
-            key=record.key,
-            first_step=record.first_step,
-            last_step=record.last_step,
-            severity=record.severity,
-            evidence=dict(record.evidence),
-            message=record.message,
-            role=record.role,
-        )
+        values = {f.name: getattr(record, f.name) for f in fields(cls)}
+        return cls(**{**values, "evidence": dict(record.evidence)})
 
     @property
     def level(self) -> int:

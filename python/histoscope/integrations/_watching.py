@@ -18,14 +18,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import _args
-from ..write.options import WatchOptions
+from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run, init
 from ..write.watch import Watch
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Watching"]
+__all__ = ["Watching", "WatchingCallback"]
 
 
 class Watching:
@@ -73,3 +73,32 @@ class Watching:
         self.watch = None
         if self.owns_run and self.run is not None:
             self.run.finish()
+
+
+class WatchingCallback:
+    """What every trainer callback takes and has: the run to log to (or a project to start
+    one in), the watch's options, and `run`. Mixed in before the trainer's callback class."""
+
+    #: The project a callback starts its run in when given neither ``run`` nor ``project``.
+    default_project = "histoscope"
+
+    def __init__(
+        self,
+        run: Run | None = None,
+        *,
+        project: str | None = None,
+        log: str = "gradients",
+        every: int | None = None,
+        filter: Filter = None,
+        bins: int = DEFAULT_BINS,
+        activations: bool = False,
+    ) -> None:
+        super().__init__()
+        options = WatchOptions(log=log, filter=filter, bins=bins, activations=activations)
+        project = self.default_project if project is None else project
+        self._watching = Watching(run, project, every=every, options=options)
+
+    @property
+    def run(self) -> Run | None:
+        """The run logged to: the one given, or the one started for training (None until then)."""
+        return self._watching.run

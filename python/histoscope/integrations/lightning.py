@@ -15,9 +15,7 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback  # type: ignore[assignment,no-redef,import-not-found,unused-ignore]
 
-from ..write.options import DEFAULT_BINS, Filter, WatchOptions
-from ..write.run import Run
-from ._watching import Watching
+from ._watching import WatchingCallback
 
 if TYPE_CHECKING:
     import torch
@@ -25,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["HistoscopeCallback"]
 
 
-class HistoscopeCallback(Callback):  # type: ignore[misc,unused-ignore]
+class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unused-ignore]
     """Watches the `LightningModule` being fitted (see `histoscope.Run.watch`).
 
     ``run`` is the histoscope run to log to; without one, a run of
@@ -39,25 +37,7 @@ class HistoscopeCallback(Callback):  # type: ignore[misc,unused-ignore]
         >>> trainer.fit(model, data)  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        run: Run | None = None,
-        *,
-        project: str = "lightning",
-        log: str = "gradients",
-        every: int | None = None,
-        filter: Filter = None,
-        bins: int = DEFAULT_BINS,
-        activations: bool = False,
-    ) -> None:
-        super().__init__()
-        options = WatchOptions(log=log, filter=filter, bins=bins, activations=activations)
-        self._watching = Watching(run, project, every=every, options=options)
-
-    @property
-    def run(self) -> Run | None:
-        """The run logged to: the one given, or the one started for the fit (None until then)."""
-        return self._watching.run
+    default_project = "lightning"
 
     def setup(self, trainer: Any, pl_module: torch.nn.Module, stage: str) -> None:
         if stage != "fit" or not trainer.is_global_zero or self._watching.watch is not None:

@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback  # type: ignore[import-not-found,unused-ignore]
 
-from ..write.options import DEFAULT_BINS, Filter, WatchOptions
-from ..write.run import Run
-from ._watching import Watching
+from ._watching import WatchingCallback
 
 if TYPE_CHECKING:
     import torch
@@ -25,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["HistoscopeCallback"]
 
 
-class HistoscopeCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
+class HistoscopeCallback(WatchingCallback, TrainerCallback):  # type: ignore[misc,unused-ignore]
     """Watches the model a ``transformers.Trainer`` trains (see `histoscope.Run.watch`).
 
     ``run`` is the histoscope run to log to; without one, a run of
@@ -39,24 +37,7 @@ class HistoscopeCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
         ...                   callbacks=[HistoscopeCallback(log="all", filter="classifier")])
     """
 
-    def __init__(
-        self,
-        run: Run | None = None,
-        *,
-        project: str = "transformers",
-        log: str = "gradients",
-        every: int | None = None,
-        filter: Filter = None,
-        bins: int = DEFAULT_BINS,
-        activations: bool = False,
-    ) -> None:
-        options = WatchOptions(log=log, filter=filter, bins=bins, activations=activations)
-        self._watching = Watching(run, project, every=every, options=options)
-
-    @property
-    def run(self) -> Run | None:
-        """The run logged to: the one given, or the one started for training (None until then)."""
-        return self._watching.run
+    default_project = "transformers"
 
     def on_train_begin(
         self,

@@ -83,14 +83,8 @@ class TensorBoardChart:
     @classmethod
     def from_record(cls, record: _core.ChartRecord) -> TensorBoardChart:
         """The chart of a native record, as `read_tensorboard_histograms` makes them."""
-        return cls(
-            tag=record.tag,
-            run=record.run,
-            steps=record.steps,
-            wall_times=record.wall_times,
-            edges=record.edges,
-            counts=record.counts,
-        )
+        fields = ("tag", "run", "steps", "wall_times", "edges", "counts")
+        return cls(**{name: getattr(record, name) for name in fields})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TensorBoardChart is immutable")
