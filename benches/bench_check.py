@@ -37,14 +37,13 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_read import MB, event_files, prepare_logdir, warm_page_cache  # noqa: E402
+from bench_read import MB, event_files, in_folder, prepare_logdir, warm_page_cache  # noqa: E402
 
 
 def best_of(repeat: int, call: Callable[[], object]) -> tuple[float, object]:
@@ -141,12 +140,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    if args.cache_dir:
-        args.cache_dir.mkdir(parents=True, exist_ok=True)
-        benchmark(args, args.cache_dir)
-    else:
-        with tempfile.TemporaryDirectory(prefix="histoscope-bench-") as scratch:
-            benchmark(args, Path(scratch))
+    in_folder(args.cache_dir, lambda folder: benchmark(args, folder))
 
 
 if __name__ == "__main__":

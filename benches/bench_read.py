@@ -480,12 +480,20 @@ def main() -> None:
     args = parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.logdir, args.runs, args.repeat)))
-    elif args.cache_dir:
-        args.cache_dir.mkdir(parents=True, exist_ok=True)
-        benchmark(args, args.cache_dir)
+    else:
+        in_folder(args.cache_dir, lambda folder: benchmark(args, folder))
+
+
+
+def in_folder(cache_dir: Path | None, run: Callable[[Path], None]) -> None:
+    """Runs ``run`` in ``cache_dir`` (created, and kept for the next run) or in a
+    temporary folder removed at the end."""
+    if cache_dir:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        run(cache_dir)
     else:
         with tempfile.TemporaryDirectory(prefix="histoscope-bench-") as scratch:
-            benchmark(args, Path(scratch))
+            run(Path(scratch))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,22 @@ import pytest
 # rewrite its asserts before the first import.
 pytest.register_assert_rewrite("browser")
 
+#: The log directories of tests/fixtures, as tests/fixtures/make_fixtures.py wrote them.
+FIXTURE_NAMES = [
+    "tf2_summary",
+    "tf2_edge",
+    "tf1_graph",
+    "keras_fit",
+    "torch_writer",
+    "tensorboardx",
+    "restart",
+    "truncated",
+    "corrupt",
+    "many_steps",
+    "nested",
+    "scalars_only",
+]
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("HISTOSCOPE_FIXTURES", REPO / "tests" / "fixtures"))
 

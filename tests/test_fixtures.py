@@ -14,24 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FIXTURE_NAMES as NAMES
 
 import histoscope
 from histoscope import DamagedFileWarning
-
-NAMES = [
-    "tf2_summary",
-    "tf2_edge",
-    "tf1_graph",
-    "keras_fit",
-    "torch_writer",
-    "tensorboardx",
-    "restart",
-    "truncated",
-    "corrupt",
-    "many_steps",
-    "nested",
-    "scalars_only",
-]
 
 NONFINITE = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
 

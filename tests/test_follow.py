@@ -8,25 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FIXTURE_NAMES
 from tensorboard.plugins.distribution.compressor import compress_histogram
 
 import histoscope
 from histoscope.view import follow
 from histoscope.view.follow import LogdirIndex
 
-FIXTURES = [
-    "tf2_summary",
-    "tf2_edge",
-    "tf1_graph",
-    "keras_fit",
-    "torch_writer",
-    "tensorboardx",
-    "nested",
-    "restart",
-    "many_steps",
-    "corrupt",
-    "truncated",
-]
+# Every fixture with histograms (scalars_only has none to follow).
+FIXTURES = [name for name in FIXTURE_NAMES if name != "scalars_only"]
 
 
 def _load(logdir: Path) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browser import AUDIO_PROBE, write_thousand_keys
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 import histoscope
 from histoscope.errors import RequestError
@@ -63,6 +64,20 @@ class Server:
         self.process.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def opened_page(context: BrowserContext, url: str) -> Iterator[Page]:
+    """A new page of ``context`` at ``url``; the context is closed after, and the test
+    fails if the page reported an error meanwhile."""
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.goto(url)
+    yield opened
+    context.close()
+    assert errors == [], f"the page reported errors: {errors}"
+
+
 @pytest.fixture
 def logdir(fixtures: Path, tmp_path: Path) -> Path:
     shutil.copytree(fixtures / "tf2_summary", tmp_path / "logs")
@@ -79,15 +94,11 @@ def server(logdir: Path) -> Iterator[Server]:
 @pytest.fixture
 def page(browser: Browser, server: Server) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    opened.goto(server.url)
-    expect(opened.locator("article.card svg.panel path.current")).to_have_count(6, timeout=15000)
-    yield opened
-    context.close()
-    assert errors == [], f"the page reported errors: {errors}"
+    with opened_page(context, server.url) as opened:
+        expect(opened.locator("article.card svg.panel path.current")).to_have_count(
+            6, timeout=15000
+        )
+        yield opened
 
 
 def _panel_steps(page: Page) -> list[str]:
@@ -607,16 +618,10 @@ def big_page(browser: Browser, big_server: Server) -> Iterator[Page]:
         lambda url: not url.startswith(big_server.url), lambda route: route.abort()
     )  # the page may ask its own server only
     context.add_init_script(AUDIO_PROBE)
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    opened.goto(big_server.url)
-    expect(opened.locator("#status")).to_contain_text("1003 histogram keys", timeout=30000)
-    expect(opened.locator("#status")).not_to_contain_text("still reading", timeout=30000)
-    yield opened
-    context.close()
-    assert errors == [], f"the page reported errors: {errors}"
+    with opened_page(context, big_server.url) as opened:
+        expect(opened.locator("#status")).to_contain_text("1003 histogram keys", timeout=30000)
+        expect(opened.locator("#status")).not_to_contain_text("still reading", timeout=30000)
+        yield opened
 
 
 def _headings(page: Page) -> list[str]:
