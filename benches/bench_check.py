@@ -43,7 +43,14 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_read import MB, event_files, in_folder, prepare_logdir, warm_page_cache  # noqa: E402
+from bench_read import (  # noqa: E402
+    MB,
+    event_files,
+    in_folder,
+    logdir_parser,
+    prepare_logdir,
+    warm_page_cache,
+)
 
 
 def best_of(repeat: int, call: Callable[[], object]) -> tuple[float, object]:
@@ -122,16 +129,7 @@ def benchmark(args: argparse.Namespace, cache_dir: Path) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=os.environ.get("HISTOSCOPE_BENCH_CACHE"),
-        help="keep the generated log directory here and reuse it (shared with bench_read.py)",
-    )
-    parser.add_argument(
-        "--size-mb", type=float, default=105, help="size of the log directory in MB (default 105)"
-    )
+    parser = logdir_parser(__doc__.split("\n")[0])
     parser.add_argument(
         "--repeat", type=int, default=5, help="calls per contender; the best is kept (default 5)"
     )

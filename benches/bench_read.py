@@ -437,13 +437,15 @@ def benchmark(args: argparse.Namespace, cache_dir: Path) -> None:
     print_targets(results)
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def logdir_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments of every benchmark on the generated log directory: where to keep it,
+    and its size."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--cache-dir",
         type=Path,
         default=os.environ.get("HISTOSCOPE_BENCH_CACHE"),
-        help="keep the generated log directory here and reuse it",
+        help="keep the generated log directory here and reuse it (shared by the benchmarks)",
     )
     parser.add_argument(
         "--size-mb",
@@ -451,6 +453,11 @@ def parse_args() -> argparse.Namespace:
         default=105,
         help="size of the log directory in MB (default 105, over 100 MiB)",
     )
+    return parser
+
+
+def parse_args() -> argparse.Namespace:
+    parser = logdir_parser(__doc__.split("\n")[0])
     parser.add_argument(
         "--quick", action="store_true", help="time the slow competitors on one run only"
     )
@@ -482,7 +489,6 @@ def main() -> None:
         print(json.dumps(worker(args.worker, args.logdir, args.runs, args.repeat)))
     else:
         in_folder(args.cache_dir, lambda folder: benchmark(args, folder))
-
 
 
 def in_folder(cache_dir: Path | None, run: Callable[[Path], None]) -> None:
