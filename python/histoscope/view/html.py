@@ -36,45 +36,6 @@ __all__ = ["render", "save_html", "show"]
 _NOTEBOOK_HEIGHT = 820  # pixels of the notebook iframe; the page scrolls inside it past that
 
 
-_PAGE = """\
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>
-{css}</style>
-</head>
-<body>
-<main>
-<h1>{title}</h1>
-<p class="hint">Tab to the chart, then explore it with the arrow keys; press H for every key.</p>
-<div class="layout">
-<div class="figure">
-<div id="chart" class="chart" tabindex="0" role="application" \
-aria-roledescription="ridgeline chart" aria-label="{label}" aria-describedby="description">
-</div>
-<p id="announcement" class="announcement" role="status" aria-live="polite" aria-atomic="true"></p>
-<p id="braille-box" class="braille-box" hidden><span id="braille-label"></span> \
-<span id="braille" class="braille"></span></p>
-<p id="review-box" hidden><label for="review">Last announcement</label> \
-<input id="review" type="text" readonly size="60"></p>
-{keys}</div>
-<section class="about" aria-labelledby="description-heading">
-<h2 id="description-heading">Description</h2>
-<p id="description">{description}</p>
-</section>
-</div>
-{table}</main>
-<script type="application/json" id="histoscope-data">{data}</script>
-<script type="module">
-{js}</script>
-</body>
-</html>
-"""
-
-
 def render(chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None) -> str:
     """Return the chart's page: one complete, self-contained HTML document.
 
@@ -101,7 +62,7 @@ def render(chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None
         "labels": labels,
         "counts": counts,
     }
-    return _PAGE.format(
+    return asset_text("chart.html").format(
         title=title,
         css=css,
         label=_chart_label(chart),
