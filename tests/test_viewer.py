@@ -63,6 +63,12 @@ class Server:
         self.process.terminate()
         self.process.wait(timeout=10)
 
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
 
 @contextlib.contextmanager
 def opened_page(context: BrowserContext, url: str) -> Iterator[Page]:
@@ -86,9 +92,8 @@ def logdir(fixtures: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(logdir: Path) -> Iterator[Server]:
-    running = Server(logdir)
-    yield running
-    running.stop()
+    with Server(logdir) as running:
+        yield running
 
 
 @pytest.fixture
@@ -606,9 +611,8 @@ def thousand(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def big_server(thousand: Path) -> Iterator[Server]:
-    running = Server(thousand)
-    yield running
-    running.stop()
+    with Server(thousand) as running:
+        yield running
 
 
 @pytest.fixture
