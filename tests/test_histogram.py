@@ -360,11 +360,11 @@ def test_core_rejects_what_the_python_layer_would() -> None:
     with pytest.raises(ValueError, match="bins must be from 1 to"):
         _core.histogram(np.zeros(3), bins=0)
     with pytest.raises(ValueError, match="edges must increase"):
-        _core.histogram(np.zeros(3), edges=[0.0, 0.0])
+        _core.histogram(np.zeros(3), edges=np.array([0.0, 0.0]))
     with pytest.raises(ValueError, match="same shape as values"):
         _core.histogram(np.zeros(3), bins=2, weights=np.ones(2))
     with pytest.raises(TypeError, match="needs the bits as a uint16 array"):
-        _core.histogram(np.zeros(3), bins=2, float16=True)
+        _core.histogram(np.zeros(3), bins=2, encoding="float16")
     with pytest.raises(TypeError, match="give either bins or edges"):
         _core.histogram(np.zeros(3))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Final
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +19,32 @@ BASIS_POINTS: list[int]
 _Logdirs = str | os.PathLike[str] | list[tuple[str, str | os.PathLike[str]]]
 _F64 = npt.NDArray[np.float64]
 _I64 = npt.NDArray[np.int64]
+_Encoding = Literal["float16", "bfloat16"]
+
+@final
+class Stats:
+    count: Final[float]
+    min: Final[float]
+    max: Final[float]
+    mean: Final[float]
+    std: Final[float]
+    nonfinite: Final[float]
+    below: Final[float]
+    above: Final[float]
+    def __new__(
+        cls,
+        *,
+        count: float,
+        min: float,
+        max: float,
+        mean: float,
+        std: float,
+        nonfinite: float,
+        below: float,
+        above: float,
+    ) -> Self: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, float]]: ...
 
 @final
 class SeriesRecord:
@@ -109,11 +135,10 @@ def thin_indices(n: int, max_steps: int | None) -> _I64: ...
 def histogram(
     values: npt.NDArray[np.generic],
     bins: int | None = None,
-    edges: list[float] | None = None,
+    edges: _F64 | None = None,
     range: tuple[float, float] | None = None,
     weights: npt.NDArray[np.float64] | None = None,
-    float16: bool = False,
-    bfloat16: bool = False,
+    encoding: _Encoding | None = None,
 ) -> BinnedHistogram: ...
 
 @final
@@ -195,7 +220,7 @@ class EventFileWriter:
         wall_time: float,
         edges: npt.NDArray[np.float64],
         counts: npt.NDArray[np.float64],
-        stats: list[float],
+        stats: Stats,
     ) -> None: ...
     def write_scalar(self, tag: str, step: int, wall_time: float, value: float) -> None: ...
     def write_layout(
@@ -270,10 +295,10 @@ class BinnedHistogram:
     @property
     def counts(self) -> npt.NDArray[np.float64]: ...
     @property
-    def stats(self) -> npt.NDArray[np.float64]: ...
+    def stats(self) -> Stats: ...
 
 def histograms(
     values: list[npt.NDArray[np.generic]],
     bins: int,
-    encodings: list[str] | None = None,
+    encodings: list[_Encoding | None] | None = None,
 ) -> list[BinnedHistogram]: ...

@@ -1,5 +1,34 @@
 //! The 16-bit floats (IEEE binary16 and bfloat16) that tensors and arrays store, widened to float64.
 
+/// Which 16-bit float a value's bits hold. NumPy has no bfloat16 and PyTorch's
+/// tensors reach NumPy as uint16 bits, so an array of either comes as uint16
+/// and this says how to read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HalfFloat {
+    /// IEEE 754 binary16, NumPy's and PyTorch's float16.
+    Float16,
+    /// bfloat16: the top half of a float32.
+    Bfloat16,
+}
+
+impl HalfFloat {
+    /// Every 16-bit float, in the order of their names.
+    pub const ALL: [HalfFloat; 2] = [HalfFloat::Float16, HalfFloat::Bfloat16];
+
+    /// The dtype's name, as NumPy and PyTorch spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HalfFloat::Float16 => "float16",
+            HalfFloat::Bfloat16 => "bfloat16",
+        }
+    }
+
+    /// The 16-bit float named `name` ("float16" or "bfloat16").
+    pub fn from_name(name: &str) -> Option<HalfFloat> {
+        HalfFloat::ALL.into_iter().find(|h| h.name() == name)
+    }
+}
+
 /// IEEE 754 binary16 to float64.
 pub fn half_to_f64(bits: u16) -> f64 {
     let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
@@ -21,6 +50,14 @@ pub fn bfloat16_to_f64(bits: u16) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for half in HalfFloat::ALL {
+            assert_eq!(HalfFloat::from_name(half.name()), Some(half));
+        }
+        assert_eq!(HalfFloat::from_name("float32"), None);
+    }
 
     #[test]
     fn half_specials() {

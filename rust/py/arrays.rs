@@ -1,12 +1,28 @@
-//! NumPy arrays of every supported dtype, read in place: what `histogram` and `histograms` bin.
+//! NumPy arrays of every supported dtype, read in place, and the 16-bit float their
+//! uint16s may hold: what `histogram` and `histograms` bin.
 
 use std::borrow::Cow;
 
-use numpy::{Element, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::ndarray::Dimension;
+use numpy::{Element, PyReadonlyArray, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 
 use crate::bins::binning::Values;
+use crate::histograms::float16::HalfFloat;
+
+/// An `encoding` argument: `"float16"` or `"bfloat16"` (None, for an array read as
+/// it is, is `Option<HalfFloat>`).
+impl<'a, 'py> FromPyObject<'a, 'py> for HalfFloat {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let problem = || format!("encoding must be \"float16\", \"bfloat16\" or None, got {obj:?}");
+        let name: PyBackedStr = obj.extract().map_err(|_| PyTypeError::new_err(problem()))?;
+        HalfFloat::from_name(&name).ok_or_else(|| PyValueError::new_err(problem()))
+    }
+}
 
 /// The dtypes binned in place; float16 and bfloat16 come as uint16 bits.
 #[derive(FromPyObject)]
@@ -28,8 +44,7 @@ pub enum Array<'py> {
 pub enum Data<'a> {
     F64(Cow<'a, [f64]>),
     F32(Cow<'a, [f32]>),
-    F16Bits(Cow<'a, [u16]>),
-    Bf16Bits(Cow<'a, [u16]>),
+    Half(Cow<'a, [u16]>, HalfFloat),
     I8(Cow<'a, [i8]>),
     I16(Cow<'a, [i16]>),
     I32(Cow<'a, [i32]>),
@@ -46,8 +61,7 @@ impl Data<'_> {
         match self {
             Data::F64(d) => Values::F64(d),
             Data::F32(d) => Values::F32(d),
-            Data::F16Bits(d) => Values::F16Bits(d),
-            Data::Bf16Bits(d) => Values::Bf16Bits(d),
+            Data::Half(d, half) => Values::Half(d, *half),
             Data::I8(d) => Values::I8(d),
             Data::I16(d) => Values::I16(d),
             Data::I32(d) => Values::I32(d),
@@ -62,42 +76,32 @@ impl Data<'_> {
 }
 
 /// The array's elements in C order: borrowed when they lie that way, copied otherwise.
-pub fn c_order<'a, T: Element + Copy>(array: &'a PyReadonlyArrayDyn<'_, T>) -> Cow<'a, [T]> {
+pub fn c_order<'a, T: Element + Copy, D: Dimension>(
+    array: &'a PyReadonlyArray<'_, T, D>,
+) -> Cow<'a, [T]> {
     match array.as_slice() {
         Ok(slice) if array.is_c_contiguous() => Cow::Borrowed(slice),
         _ => Cow::Owned(array.as_array().iter().copied().collect()),
     }
 }
 
-/// `array`'s elements as the core reads them; `encoding` "float16" or "bfloat16" reads
-/// a uint16 array as those types' bits, "" as it is. `index` names the array in errors.
-pub fn data<'a>(array: &'a Array<'_>, encoding: &str, index: usize) -> PyResult<Data<'a>> {
+/// `array`'s elements as the core reads them: with `encoding`, a uint16 array's
+/// elements are that 16-bit float's bits, and any other dtype is `Err(encoding)`.
+pub fn data<'a>(array: &'a Array<'_>, encoding: Option<HalfFloat>) -> Result<Data<'a>, HalfFloat> {
     Ok(match (array, encoding) {
-        (Array::U16(a), "float16") => Data::F16Bits(c_order(a)),
-        (Array::U16(a), "bfloat16") => Data::Bf16Bits(c_order(a)),
-        (_, "float16" | "bfloat16") => {
-            return Err(PyTypeError::new_err(format!(
-                "values[{index}]: {encoding} values must come as their bits in a uint16 array"
-            )))
-        }
-        (_, "") => match array {
-            Array::F64(a) => Data::F64(c_order(a)),
-            Array::F32(a) => Data::F32(c_order(a)),
-            Array::I8(a) => Data::I8(c_order(a)),
-            Array::I16(a) => Data::I16(c_order(a)),
-            Array::I32(a) => Data::I32(c_order(a)),
-            Array::I64(a) => Data::I64(c_order(a)),
-            Array::U8(a) => Data::U8(c_order(a)),
-            Array::U16(a) => Data::U16(c_order(a)),
-            Array::U32(a) => Data::U32(c_order(a)),
-            Array::U64(a) => Data::U64(c_order(a)),
-            Array::Bool(a) => Data::Bool(c_order(a)),
-        },
-        (_, other) => {
-            return Err(PyValueError::new_err(format!(
-                "encodings[{index}] must be \"\", \"float16\" or \"bfloat16\", got {other:?}"
-            )))
-        }
+        (Array::U16(a), Some(half)) => Data::Half(c_order(a), half),
+        (_, Some(half)) => return Err(half),
+        (Array::F64(a), None) => Data::F64(c_order(a)),
+        (Array::F32(a), None) => Data::F32(c_order(a)),
+        (Array::I8(a), None) => Data::I8(c_order(a)),
+        (Array::I16(a), None) => Data::I16(c_order(a)),
+        (Array::I32(a), None) => Data::I32(c_order(a)),
+        (Array::I64(a), None) => Data::I64(c_order(a)),
+        (Array::U8(a), None) => Data::U8(c_order(a)),
+        (Array::U16(a), None) => Data::U16(c_order(a)),
+        (Array::U32(a), None) => Data::U32(c_order(a)),
+        (Array::U64(a), None) => Data::U64(c_order(a)),
+        (Array::Bool(a), None) => Data::Bool(c_order(a)),
     })
 }
 

@@ -9,6 +9,7 @@ use super::arrays::{c_order, data, Array};
 use super::records::BinnedHistogram;
 use crate::bins::binning::{histogram as bin, BinningError, Bins};
 use crate::bins::edges::{self, EdgesError};
+use crate::histograms::float16::HalfFloat;
 
 impl From<BinningError> for PyErr {
     fn from(e: BinningError) -> PyErr {
@@ -23,22 +24,21 @@ impl From<EdgesError> for PyErr {
 }
 
 /// Bins `values` into `bins` equal bins (over `range`, default the finite
-/// minimum and maximum) or between `edges`, each value counting its weight.
+/// minimum and maximum) or between `edges` (a float64 array), each value
+/// counting its weight.
 ///
-/// `float16=True` or `bfloat16=True` reads a uint16 array as the bits of
-/// those types.
+/// `encoding="float16"` or `"bfloat16"` reads a uint16 array as the bits of
+/// that type.
 #[pyfunction]
-#[pyo3(signature = (values, bins=None, edges=None, range=None, weights=None, float16=false, bfloat16=false))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (values, bins=None, edges=None, range=None, weights=None, encoding=None))]
 fn histogram<'py>(
     py: Python<'py>,
     values: &Bound<'py, PyAny>,
     bins: Option<usize>,
-    edges: Option<Vec<f64>>,
+    edges: Option<&Bound<'py, PyAny>>,
     range: Option<(f64, f64)>,
     weights: Option<PyReadonlyArrayDyn<'py, f64>>,
-    float16: bool,
-    bfloat16: bool,
+    encoding: Option<HalfFloat>,
 ) -> PyResult<BinnedHistogram> {
     let array: Array<'py> = values.extract().map_err(|_| {
         PyTypeError::new_err(
@@ -46,6 +46,13 @@ fn histogram<'py>(
              as uint16 bits)",
         )
     })?;
+    let edges = edges
+        .map(|e| {
+            e.extract::<PyReadonlyArray1<'py, f64>>()
+                .map_err(|_| PyTypeError::new_err("edges must be a 1-D float64 NumPy array"))
+        })
+        .transpose()?;
+    let edges = edges.as_ref().map(c_order);
     let bins = match (bins, &edges, range) {
         (Some(count), None, range) => Bins::Uniform { count, range },
         (None, Some(edges), None) => Bins::Edges(edges),
@@ -65,24 +72,15 @@ fn histogram<'py>(
         Some(w) => Some(c_order(w)),
         None => None,
     };
-    let encoding = match (float16, bfloat16) {
-        (false, false) => "",
-        (true, false) => "float16",
-        (false, true) => "bfloat16",
-        (true, true) => {
-            return Err(PyTypeError::new_err(
-                "float16=True or bfloat16=True (one of them) needs the bits as a uint16 array",
-            ))
-        }
-    };
-    let data = data(&array, encoding, 0).map_err(|_| {
-        PyTypeError::new_err(
-            "float16=True or bfloat16=True (one of them) needs the bits as a uint16 array",
-        )
+    let data = data(&array, encoding).map_err(|half| {
+        PyTypeError::new_err(format!(
+            "encoding={:?} needs the bits as a uint16 array",
+            half.name()
+        ))
     })?;
     let w = weights.as_deref();
     let h = py.detach(|| bin(data.values(), w, bins))?;
-    Ok(BinnedHistogram::new(py, h))
+    BinnedHistogram::new(py, h)
 }
 
 /// Raises ValueError unless `count` equal bins are allowed (1 to `MAX_BINS`).
@@ -94,12 +92,7 @@ fn check_bin_count(count: i64) -> PyResult<()> {
 /// Raises ValueError unless `edges` are 2 to `MAX_BINS + 1` finite, increasing values.
 #[pyfunction]
 fn check_edges(edges: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-    let edges = edges.as_array();
-    match edges.as_slice() {
-        Some(slice) => edges::check_edges(slice)?,
-        None => edges::check_edges(&edges.to_vec())?,
-    }
-    Ok(())
+    Ok(edges::check_edges(&c_order(&edges))?)
 }
 
 /// Raises ValueError unless equal bins can span `lo` to `hi`.

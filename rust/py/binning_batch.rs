@@ -7,6 +7,7 @@ use super::arrays::{data, Array, Data};
 use super::records::BinnedHistogram;
 use crate::bins::binning::batch::{histograms as bin_all, BatchError};
 use crate::bins::binning::{Bins, Values};
+use crate::histograms::float16::HalfFloat;
 
 impl From<BatchError> for PyErr {
     fn from(e: BatchError) -> PyErr {
@@ -20,14 +21,14 @@ impl From<BatchError> for PyErr {
 /// GIL released.
 ///
 /// `encodings[i]`, when given, is "float16" or "bfloat16" for a uint16 array
-/// holding the bits of those types, or "" for an array read as it is.
+/// holding the bits of that type, or None for an array read as it is.
 #[pyfunction]
 #[pyo3(signature = (values, bins, encodings=None))]
 fn histograms<'py>(
     py: Python<'py>,
     values: Vec<Bound<'py, PyAny>>,
     bins: usize,
-    encodings: Option<Vec<String>>,
+    encodings: Option<Vec<Option<HalfFloat>>>,
 ) -> PyResult<Vec<BinnedHistogram>> {
     if let Some(e) = &encodings {
         if e.len() != values.len() {
@@ -52,7 +53,14 @@ fn histograms<'py>(
     let data = arrays
         .iter()
         .enumerate()
-        .map(|(i, a)| data(a, encodings.as_ref().map_or("", |e| e[i].as_str()), i))
+        .map(|(i, a)| {
+            data(a, encodings.as_ref().and_then(|e| e[i])).map_err(|half| {
+                PyTypeError::new_err(format!(
+                    "values[{i}]: encoding {:?} needs the bits as a uint16 array",
+                    half.name()
+                ))
+            })
+        })
         .collect::<PyResult<Vec<_>>>()?;
     let binned = py.detach(|| {
         let values: Vec<Values<'_>> = data.iter().map(Data::values).collect();
@@ -64,10 +72,10 @@ fn histograms<'py>(
             },
         )
     })?;
-    Ok(binned
+    binned
         .into_iter()
         .map(|h| BinnedHistogram::new(py, h))
-        .collect())
+        .collect()
 }
 
 /// Adds `histograms` to the module.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyTuple};
 
 use crate::bins::binning::Histogram;
 use crate::bins::chart::{Chart, LogdirCharts};
@@ -163,6 +164,146 @@ impl RebinRecord {
     }
 }
 
+/// One histogram's statistics by name (the core's `Stats`); NaN where unknown.
+#[pyclass(
+    frozen,
+    get_all,
+    eq,
+    from_py_object,
+    name = "Stats",
+    module = "histoscope._core"
+)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatsRecord {
+    /// The number (total weight) of finite values, in the bins or outside them.
+    pub count: f64,
+    /// The smallest finite value (with nonzero weight).
+    pub min: f64,
+    /// The largest finite value (with nonzero weight).
+    pub max: f64,
+    /// The (weighted) mean of the finite values.
+    pub mean: f64,
+    /// The (weighted) population standard deviation of the finite values.
+    pub std: f64,
+    /// The number (total weight) of NaN and infinite values.
+    pub nonfinite: f64,
+    /// The number (total weight) of finite values below the first edge.
+    pub below: f64,
+    /// The number (total weight) of finite values above the last edge.
+    pub above: f64,
+}
+
+#[pymethods]
+impl StatsRecord {
+    #[new]
+    #[pyo3(signature = (*, count, min, max, mean, std, nonfinite, below, above))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        count: f64,
+        min: f64,
+        max: f64,
+        mean: f64,
+        std: f64,
+        nonfinite: f64,
+        below: f64,
+        above: f64,
+    ) -> Self {
+        StatsRecord {
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let fields = self
+            .by_name(py)?
+            .iter()
+            .map(|(name, value)| Ok(format!("{name}={}", value.repr()?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(format!("Stats({})", fields.join(", ")))
+    }
+
+    /// Pickles as it is built: by keyword.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
+        let keywords = PyDict::new(py);
+        for (name, value) in self.by_name(py)? {
+            keywords.set_item(name, value)?;
+        }
+        Ok((PyTuple::empty(py), keywords))
+    }
+}
+
+impl StatsRecord {
+    /// Each field's name (`STAT_NAMES`) and value, as Python floats.
+    fn by_name<'py>(&self, py: Python<'py>) -> PyResult<Vec<(&'static str, Bound<'py, PyFloat>)>> {
+        let values = Stats::from(*self).to_array();
+        Ok(Stats::NAMES
+            .into_iter()
+            .zip(values)
+            .map(|(name, value)| (name, PyFloat::new(py, value)))
+            .collect())
+    }
+}
+
+impl From<Stats> for StatsRecord {
+    fn from(s: Stats) -> Self {
+        let Stats {
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        } = s;
+        StatsRecord {
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        }
+    }
+}
+
+impl From<StatsRecord> for Stats {
+    fn from(s: StatsRecord) -> Self {
+        let StatsRecord {
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        } = s;
+        Stats {
+            count,
+            min,
+            max,
+            mean,
+            std,
+            nonfinite,
+            below,
+            above,
+        }
+    }
+}
+
 /// The edges, counts and statistics of one binned array.
 #[pyclass(frozen, get_all, module = "histoscope._core")]
 pub struct BinnedHistogram {
@@ -170,17 +311,17 @@ pub struct BinnedHistogram {
     pub edges: Array1<f64>,
     /// The number (or weight) of values in each bin.
     pub counts: Array1<f64>,
-    /// (count, min, max, mean, std, nonfinite, below, above), as `STAT_NAMES`.
-    pub stats: Array1<f64>,
+    /// The statistics of the values, by name.
+    pub stats: Py<StatsRecord>,
 }
 
 impl BinnedHistogram {
-    pub fn new(py: Python<'_>, h: Histogram) -> Self {
-        BinnedHistogram {
+    pub fn new(py: Python<'_>, h: Histogram) -> PyResult<Self> {
+        Ok(BinnedHistogram {
             edges: h.edges.into_pyarray(py).unbind(),
             counts: h.counts.into_pyarray(py).unbind(),
-            stats: h.stats.to_array().to_vec().into_pyarray(py).unbind(),
-        }
+            stats: Py::new(py, StatsRecord::from(h.stats))?,
+        })
     }
 }
 
@@ -320,6 +461,7 @@ fn py_list<T: pyo3::PyClass + Into<pyo3::PyClassInitializer<T>>>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SeriesRecord>()?;
+    m.add_class::<StatsRecord>()?;
     m.add_class::<BinnedHistogram>()?;
     m.add_class::<ChartRecord>()?;
     m.add_class::<RebinRecord>()?;

@@ -7,6 +7,7 @@ use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
+use super::records::StatsRecord;
 use crate::histograms::stats::Stats;
 use crate::read::metric_layout::MetricLayout;
 use crate::write::event_writer::{
@@ -60,7 +61,7 @@ impl EventFileWriter {
     }
 
     /// Writes one histogram: `counts[i]` values in `[edges[i], edges[i + 1])`,
-    /// with `stats` = (count, min, max, mean, std, nonfinite, below, above).
+    /// and its statistics.
     #[allow(clippy::too_many_arguments)]
     fn write_histogram(
         &self,
@@ -70,7 +71,7 @@ impl EventFileWriter {
         wall_time: f64,
         edges: PyReadonlyArray1<'_, f64>,
         counts: PyReadonlyArray1<'_, f64>,
-        stats: [f64; 8],
+        stats: StatsRecord,
     ) -> PyResult<()> {
         let edges = edges.as_array().to_vec();
         let counts = counts.as_array().to_vec();
@@ -81,7 +82,7 @@ impl EventFileWriter {
                 wall_time,
                 edges: &edges,
                 counts: &counts,
-                stats: Stats::from_array(stats),
+                stats: Stats::from(stats),
             };
             let event = histogram_event(&record)?;
             self.with(|w| w.write(&event))

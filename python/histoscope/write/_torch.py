@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NUMPY_DTYPES",
+    "Encoding",
     "device_type",
     "flat_numpy",
     "flat_numpy_weights",
@@ -50,6 +51,9 @@ NUMPY_DTYPES = frozenset(
     }
 )
 """The torch dtypes that NumPy holds as they are (bfloat16 is not among them)."""
+
+Encoding = Literal["float16", "bfloat16"]
+"""The 16-bit float whose bits a host array's uint16s hold: the core's ``encoding``."""
 
 
 def snapshot_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
@@ -81,7 +85,7 @@ def device_type(tensor: torch.Tensor) -> str:
     return str(tensor.device).split(":")[0]
 
 
-def flat_numpy(tensor: torch.Tensor) -> tuple[np.ndarray, str | None]:
+def flat_numpy(tensor: torch.Tensor) -> tuple[np.ndarray, Encoding | None]:
     """A flat NumPy view of a CPU tensor, and "bfloat16" when its uint16s hold those bits.
 
     Example:
@@ -112,7 +116,7 @@ def flat_numpy_weights(weights: torch.Tensor) -> np.ndarray:
     return flat.numpy()
 
 
-def host_array(values: Any) -> tuple[np.ndarray, str | None]:
+def host_array(values: Any) -> tuple[np.ndarray, Encoding | None]:
     """A flat NumPy view of a NumPy array or CPU tensor, and the 16-bit float its uint16s hold.
 
     Example:

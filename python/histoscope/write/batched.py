@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .. import _core
-from ._torch import host_array
+from ._torch import Encoding, host_array
 from .device import bin_on_device
 from .histogram import Histogram
 
@@ -49,13 +51,14 @@ def bin_tensors(tensors: Sequence[torch.Tensor], bins: int) -> list[Histogram]:
 
 
 def _bin_on_cpu(tensors: Sequence[torch.Tensor], bins: int) -> list[Histogram]:
-    arrays, encodings = [], []
+    arrays: list[np.ndarray] = []
+    encodings: list[Encoding | None] = []
     for tensor in tensors:
         array, encoding = host_array(tensor)
         arrays.append(array)
-        encodings.append(encoding or "")
+        encodings.append(encoding)
     binned = _core.histograms(arrays, bins, encodings)
-    return [Histogram._of(b.edges, b.counts, tuple(b.stats)) for b in binned]
+    return [Histogram._of(b.edges, b.counts, b.stats) for b in binned]
 
 
 def bin_tensors_with_torch(tensors: Sequence[torch.Tensor], bins: int) -> list[Histogram]:

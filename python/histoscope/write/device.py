@@ -44,11 +44,11 @@ _NAN = float("nan")
 @dataclasses.dataclass(frozen=True)
 class Binned:
     """One tensor's histogram as the kernel returns it: float64 edges and counts on the host,
-    and its statistics in `_core.STAT_NAMES` order."""
+    and its statistics."""
 
     edges: np.ndarray
     counts: np.ndarray
-    stats: tuple[float, float, float, float, float, float, float, float]
+    stats: _core.Stats
 
 
 def bin_on_device(
@@ -213,20 +213,18 @@ def _binned(row: np.ndarray, bins: int, tensor: torch.Tensor, index: int) -> Bin
     if width == 0:
         # numpy's edges for a span whose step underflows: rare enough to bin in the core.
         array, half = host_array(tensor.detach().cpu())
-        on_host = _core.histogram(
-            array, bins=bins, float16=half == "float16", bfloat16=half == "bfloat16"
-        )
-        return Binned(on_host.edges, on_host.counts, tuple(on_host.stats))
+        on_host = _core.histogram(array, bins=bins, encoding=half)
+        return Binned(on_host.edges, on_host.counts, on_host.stats)
     some, counted = low <= high, count > 0
-    stats = (
-        float(count),
-        float(low) if some else _NAN,
-        float(high) if some else _NAN,
-        float(mean) if counted else _NAN,
-        float(std) if counted else _NAN,
-        float(tally[bins + 2]),
-        float(tally[bins]),
-        float(tally[bins + 1]),
+    stats = _core.Stats(
+        count=float(count),
+        min=float(low) if some else _NAN,
+        max=float(high) if some else _NAN,
+        mean=float(mean) if counted else _NAN,
+        std=float(std) if counted else _NAN,
+        nonfinite=float(tally[bins + 2]),
+        below=float(tally[bins]),
+        above=float(tally[bins + 1]),
     )
     return Binned(edges.copy(), tally[:bins].copy(), stats)
 

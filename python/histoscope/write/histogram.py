@@ -81,8 +81,7 @@ class Histogram:
                     "give it without values, weights or range"
                 )
             counts, edges = _check_np_histogram(np_histogram)
-            stats = (float(counts.sum()),) + (_NAN,) * 7
-            self._set(edges, counts, stats)
+            self._set(edges, counts, _counted_only(float(counts.sum())))
             return
         if values is None:
             raise TypeError("Histogram needs values, or np_histogram=(counts, edges)")
@@ -94,15 +93,15 @@ class Histogram:
         self._set(done._edges, done._counts, done._stats)
 
     @classmethod
-    def _of(cls, edges: np.ndarray, counts: np.ndarray, stats: tuple[float, ...]) -> Histogram:
+    def _of(cls, edges: np.ndarray, counts: np.ndarray, stats: _core.Stats) -> Histogram:
         histogram = cls.__new__(cls)
         histogram._set(edges, counts, stats)
         return histogram
 
-    def _set(self, edges: np.ndarray, counts: np.ndarray, stats: tuple[float, ...]) -> None:
+    def _set(self, edges: np.ndarray, counts: np.ndarray, stats: _core.Stats) -> None:
         self._edges = _readonly(np.asarray(edges, dtype=np.float64))
         self._counts = _readonly(np.asarray(counts, dtype=np.float64))
-        self._stats = tuple(float(s) for s in stats)
+        self._stats = stats
 
     @property
     def edges(self) -> np.ndarray:
@@ -117,47 +116,47 @@ class Histogram:
     @property
     def count(self) -> float:
         """The number (total weight) of finite values, in the bins or outside them."""
-        return self._stats[0]
+        return self._stats.count
 
     @property
     def min(self) -> float:
         """The smallest finite value (with nonzero weight); NaN when there is none."""
-        return self._stats[1]
+        return self._stats.min
 
     @property
     def max(self) -> float:
         """The largest finite value (with nonzero weight); NaN when there is none."""
-        return self._stats[2]
+        return self._stats.max
 
     @property
     def mean(self) -> float:
         """The (weighted) mean of the finite values; NaN when there are none."""
-        return self._stats[3]
+        return self._stats.mean
 
     @property
     def std(self) -> float:
         """The (weighted) population standard deviation of the finite values, as ``np.std``."""
-        return self._stats[4]
+        return self._stats.std
 
     @property
     def nonfinite(self) -> float:
         """The number (total weight) of NaN and infinite values, which are not binned."""
-        return self._stats[5]
+        return self._stats.nonfinite
 
     @property
     def below(self) -> float:
         """The number (total weight) of finite values below the first edge."""
-        return self._stats[6]
+        return self._stats.below
 
     @property
     def above(self) -> float:
         """The number (total weight) of finite values above the last edge."""
-        return self._stats[7]
+        return self._stats.above
 
     @property
     def stats(self) -> dict[str, float]:
         """Every statistic by name: count, min, max, mean, std, nonfinite, below, above."""
-        return dict(zip(_core.STAT_NAMES, self._stats))
+        return {name: getattr(self._stats, name) for name in _core.STAT_NAMES}
 
     def to_numpy(self) -> tuple[np.ndarray, np.ndarray]:
         """``(counts, edges)`` as ``numpy.histogram`` returns them (writable copies)."""
@@ -227,13 +226,12 @@ def bin_prepared(
     binned = _core.histogram(
         array,
         bins=bins if isinstance(bins, int) else None,
-        edges=None if isinstance(bins, int) else bins.tolist(),
+        edges=None if isinstance(bins, int) else bins,
         range=range,
         weights=numpy_weights,
-        float16=half == "float16",
-        bfloat16=half == "bfloat16",
+        encoding=half,
     )
-    return Histogram._of(binned.edges, binned.counts, tuple(binned.stats))
+    return Histogram._of(binned.edges, binned.counts, binned.stats)
 
 
 def _bin_with_torch(
@@ -245,6 +243,13 @@ def _bin_with_torch(
     """Bins a tensor on its own device (`device.bin_on_device`); callable on CPU tensors to test."""
     binned = device.bin_on_device([tensor], bins, range, None if weights is None else [weights])[0]
     return Histogram._of(binned.edges, binned.counts, binned.stats)
+
+
+def _counted_only(count: float) -> _core.Stats:
+    """The statistics of a histogram known only by its counts: NaN but for ``count``."""
+    return _core.Stats(
+        count=count, min=_NAN, max=_NAN, mean=_NAN, std=_NAN, nonfinite=_NAN, below=_NAN, above=_NAN
+    )
 
 
 def _check_np_histogram(np_histogram: Any) -> tuple[np.ndarray, np.ndarray]:

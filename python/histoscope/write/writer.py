@@ -323,11 +323,15 @@ class Writer:
             return
         if histogram is None:
             return
-        stats = [float(getattr(histogram, name)) for name in _core.STAT_NAMES]
         self.guard(
             job.key,
             lambda: self.file.write_histogram(
-                job.key, job.step, job.wall_time, histogram.edges, histogram.counts, stats
+                job.key,
+                job.step,
+                job.wall_time,
+                histogram.edges,
+                histogram.counts,
+                histogram._stats,
             ),
         )
 

@@ -34,7 +34,7 @@ use thiserror::Error;
 
 use crate::bins::edges::{check_bin_count, check_edges, check_range, default_range};
 pub use crate::bins::edges::{uniform_edges, EdgesError, MAX_BINS};
-use crate::histograms::float16::{bfloat16_to_f64, half_to_f64};
+use crate::histograms::float16::{bfloat16_to_f64, half_to_f64, HalfFloat};
 use crate::histograms::stats::Stats;
 
 use float32::Float32;
@@ -52,14 +52,13 @@ const PARALLEL_ABOVE: usize = 1 << 18;
 
 /// A contiguous slice of values of one of the supported element types.
 ///
-/// `F16Bits` and `Bf16Bits` hold the bits of IEEE binary16 and bfloat16
-/// values, as NumPy and PyTorch store them.
+/// `Half` holds the bits of IEEE binary16 or bfloat16 values, as NumPy and
+/// PyTorch store them, and which of the two they are.
 #[derive(Debug, Clone, Copy)]
 pub enum Values<'a> {
     F64(&'a [f64]),
     F32(&'a [f32]),
-    F16Bits(&'a [u16]),
-    Bf16Bits(&'a [u16]),
+    Half(&'a [u16], HalfFloat),
     I8(&'a [i8]),
     I16(&'a [i16]),
     I32(&'a [i32]),
@@ -77,7 +76,7 @@ impl Values<'_> {
         match self {
             Values::F64(v) => v.len(),
             Values::F32(v) => v.len(),
-            Values::F16Bits(v) | Values::Bf16Bits(v) | Values::U16(v) => v.len(),
+            Values::Half(v, _) | Values::U16(v) => v.len(),
             Values::I8(v) => v.len(),
             Values::I16(v) => v.len(),
             Values::I32(v) => v.len(),
@@ -156,11 +155,11 @@ pub fn histogram(
         Values::F64(v) => histogram_of(v, |x| x, weights, bins)?,
         Values::F32(v) if weights.is_none() => histogram_with(v, &Float32, bins)?,
         Values::F32(v) => histogram_of(v, f64::from, weights, bins)?,
-        Values::F16Bits(v) => {
+        Values::Half(v, HalfFloat::Float16) => {
             let table = half_table();
             histogram_of(v, |b| f64::from(table[usize::from(b)]), weights, bins)?
         }
-        Values::Bf16Bits(v) => histogram_of(v, bfloat16_to_f64, weights, bins)?,
+        Values::Half(v, HalfFloat::Bfloat16) => histogram_of(v, bfloat16_to_f64, weights, bins)?,
         Values::I8(v) => histogram_of(v, f64::from, weights, bins)?,
         Values::I16(v) => histogram_of(v, f64::from, weights, bins)?,
         Values::I32(v) => histogram_of(v, f64::from, weights, bins)?,

@@ -334,8 +334,14 @@ fn every_element_type_converts_exactly() {
     check(Values::F64(&[-1.0, 0.0, 1.0]));
     check(Values::F32(&[-1.0, 0.0, 1.0]));
     // binary16 -1.0, 0.0, 1.0 and NaN; bfloat16 likewise.
-    check(Values::F16Bits(&[0xbc00, 0x0000, 0x3c00, 0x7e00]));
-    check(Values::Bf16Bits(&[0xbf80, 0x0000, 0x3f80, 0x7fc0]));
+    check(Values::Half(
+        &[0xbc00, 0x0000, 0x3c00, 0x7e00],
+        HalfFloat::Float16,
+    ));
+    check(Values::Half(
+        &[0xbf80, 0x0000, 0x3f80, 0x7fc0],
+        HalfFloat::Bfloat16,
+    ));
     check(Values::I8(&[-1, 0, 1]));
     check(Values::I16(&[-1, 0, 1]));
     check(Values::I32(&[-1, 0, 1]));
@@ -346,7 +352,12 @@ fn every_element_type_converts_exactly() {
     check(Values::U64(&[0, 1, 5]));
     let h = histogram(Values::Bool(&[true, false, true]), None, uniform(2, None)).unwrap();
     assert_eq!(h.counts, vec![1.0, 2.0]);
-    let h = histogram(Values::F16Bits(&[0x7c00, 0x3c00]), None, uniform(2, None)).unwrap();
+    let h = histogram(
+        Values::Half(&[0x7c00, 0x3c00], HalfFloat::Float16),
+        None,
+        uniform(2, None),
+    )
+    .unwrap();
     assert_eq!(h.stats.nonfinite, 1.0);
 }
 
