@@ -13,7 +13,7 @@ pyarrow (and pandas for `to_pandas`) are optional: ``pip install 'histoscope[arr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 import numpy as np
 
@@ -145,7 +145,7 @@ def _joined_offsets(offsets: list[np.ndarray]) -> np.ndarray:
 
 def _flatten(series: SeriesInput) -> list[HistogramSeries]:
     if _is_series(series):
-        return [series]  # type: ignore[list-item]
+        return [cast("HistogramSeries", series)]
     if isinstance(series, Mapping):
         out: list[HistogramSeries] = []
         for tag, by_run in series.items():
@@ -156,7 +156,8 @@ def _flatten(series: SeriesInput) -> list[HistogramSeries]:
                 )
             out.extend(by_run.values())
         series = out
-    items = list(series)
+    # Not a series itself (checked above): an iterable of them.
+    items = list(cast("Iterable[HistogramSeries]", series))
     for item in items:
         if not _is_series(item):
             raise TypeError(
