@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::histograms::series::Series;
-use crate::histograms::stats::Stats;
 use crate::logdir::discover::{discover_runs, qualified_runs, LogdirError, RunFiles};
 use crate::logdir::merge::{merge_run, MergedRun};
 use crate::read::event_file::{
-    read_event_file, read_event_file_into, FileContents, Sink, HISTOGRAM_PLUGIN,
+    read_event_file, read_event_file_into, FileContents, PointView, Sink, HISTOGRAM_PLUGIN,
 };
 use crate::read::report::FileReport;
 
@@ -197,22 +196,14 @@ struct SeriesSink<'a> {
 }
 
 impl Sink for SeriesSink<'_> {
-    fn histogram(
-        &mut self,
-        tag: &str,
-        step: i64,
-        wall_time: f64,
-        buckets: &[f64],
-        stats: Stats,
-        confirmed: bool,
-    ) {
+    fn histogram(&mut self, tag: &str, point: PointView<'_>, confirmed: bool) {
         if !self.series.contains_key(tag) {
             self.series
                 .insert(tag.to_owned(), Series::new(self.run, tag));
         }
         let series = self.series.get_mut(tag).expect("inserted above");
-        series.reserve_projected(buckets.len(), self.read_fraction);
-        let dropped = series.push_rows(step, wall_time, buckets, stats);
+        series.reserve_projected(point.buckets.len(), self.read_fraction);
+        let dropped = series.push_rows(point.step, point.wall_time, point.buckets, point.stats);
         if dropped > 0 {
             *self.purged.entry(tag.to_owned()).or_default() += dropped;
         }

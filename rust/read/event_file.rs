@@ -56,6 +56,28 @@ pub struct Point {
     pub stats: Stats,
 }
 
+/// A [`Point`] whose buckets are borrowed from the decoder's buffer, which
+/// the next value reuses: what a [`Sink`] is handed.
+#[derive(Debug, Clone, Copy)]
+pub struct PointView<'a> {
+    pub step: i64,
+    pub wall_time: f64,
+    pub buckets: &'a [f64],
+    pub stats: Stats,
+}
+
+impl PointView<'_> {
+    /// The point, its buckets copied.
+    pub fn to_point(self) -> Point {
+        Point {
+            step: self.step,
+            wall_time: self.wall_time,
+            buckets: self.buckets.to_vec(),
+            stats: self.stats,
+        }
+    }
+}
+
 /// What a record contributes to a run, in the order the file holds them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
@@ -112,18 +134,8 @@ pub fn read_event_file_into<S: Sink>(
 
 /// Where decoded histogram values go, in record order.
 pub trait Sink {
-    /// A histogram of `tag`; `buckets` holds (left, right, count) rows. See
-    /// [`Entry::Histogram`] for `confirmed`.
-    #[allow(clippy::too_many_arguments)]
-    fn histogram(
-        &mut self,
-        tag: &str,
-        step: i64,
-        wall_time: f64,
-        buckets: &[f64],
-        stats: Stats,
-        confirmed: bool,
-    );
+    /// A histogram value of `tag`, as [`Entry::Histogram`] holds it.
+    fn histogram(&mut self, tag: &str, point: PointView<'_>, confirmed: bool);
 
     /// A `SessionLog.START` at `step`.
     fn start(&mut self, step: i64);
@@ -134,24 +146,10 @@ pub trait Sink {
 }
 
 impl Sink for Vec<Entry> {
-    fn histogram(
-        &mut self,
-        tag: &str,
-        step: i64,
-        wall_time: f64,
-        buckets: &[f64],
-        stats: Stats,
-        confirmed: bool,
-    ) {
-        let point = Point {
-            step,
-            wall_time,
-            buckets: buckets.to_vec(),
-            stats,
-        };
+    fn histogram(&mut self, tag: &str, point: PointView<'_>, confirmed: bool) {
         self.push(Entry::Histogram {
             tag: tag.to_owned(),
-            point,
+            point: point.to_point(),
             confirmed,
         });
     }
@@ -292,8 +290,13 @@ impl<S: Sink> Decoder<'_, S> {
         } else {
             return Ok(());
         };
-        self.sink
-            .histogram(tag, step, wall_time, &self.scratch, stats, confirmed);
+        let point = PointView {
+            step,
+            wall_time,
+            buckets: &self.scratch,
+            stats,
+        };
+        self.sink.histogram(tag, point, confirmed);
         Ok(())
     }
 }

@@ -5,8 +5,7 @@ use std::collections::{HashMap, HashSet};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use histoscope::histograms::stats::Stats;
-use histoscope::read::event_file::{decode_records, Sink};
+use histoscope::read::event_file::{decode_records, PointView, Sink};
 use histoscope::read::masked_crc::MaskedCrc;
 use histoscope::read::report::{Damage, DamageKind, FileReport};
 use histoscope::read::tf_record::RecordReader;
@@ -23,9 +22,9 @@ struct Recorded {
 }
 
 impl Sink for Recorded {
-    fn histogram(&mut self, _: &str, _: i64, _: f64, buckets: &[f64], _: Stats, _: bool) {
+    fn histogram(&mut self, _: &str, point: PointView<'_>, _: bool) {
         assert_eq!(
-            buckets.len() % 3,
+            point.buckets.len() % 3,
             0,
             "buckets come in (left, right, count) rows"
         );
