@@ -234,70 +234,11 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::proto::{
-        Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue, TensorProto,
-    };
-    use crate::read::tf_record::frame;
-    use prost::Message;
+    use crate::read::test_events::{legacy_histogram, restart, tensor_histogram};
     use std::io::Write;
 
-    fn legacy_event(tag: &str, step: i64) -> Vec<u8> {
-        let histo = HistogramProto {
-            min: 0.0,
-            max: 2.0,
-            num: 3.0,
-            bucket_limit: vec![1.0, 2.0],
-            bucket: vec![1.0, 2.0],
-            ..Default::default()
-        };
-        let value = SummaryValue {
-            tag: tag.into(),
-            histo: Some(histo.encode_to_vec().into()),
-            ..Default::default()
-        };
-        event(step, value)
-    }
-
-    fn event(step: i64, value: SummaryValue) -> Vec<u8> {
-        let event = Event {
-            step,
-            wall_time: step as f64,
-            summary: Some(Summary { value: vec![value] }),
-            ..Default::default()
-        };
-        frame(&event.encode_to_vec())
-    }
-
-    /// A TF2 histogram tensor of one bucket [0, 1) holding `step` values.
-    fn tensor_event(step: i64, with_plugin: bool) -> Vec<u8> {
-        let tensor = TensorProto {
-            dtype: crate::read::proto::dtype::DOUBLE,
-            tensor_shape: Some(shape(&[1, 3])),
-            double_val: vec![0.0, 1.0, step as f64],
-            ..Default::default()
-        };
-        let metadata = with_plugin.then(|| SummaryMetadata {
-            plugin_data: Some(PluginData {
-                plugin_name: "histograms".into(),
-                content: Default::default(),
-            }),
-        });
-        let value = SummaryValue {
-            tag: "t".into(),
-            tensor: Some(tensor.encode_to_vec().into()),
-            metadata,
-            ..Default::default()
-        };
-        event(step, value)
-    }
-
-    fn shape(dims: &[i64]) -> crate::read::proto::TensorShapeProto {
-        crate::read::proto::TensorShapeProto {
-            dim: dims
-                .iter()
-                .map(|&size| crate::read::proto::Dim { size })
-                .collect(),
-        }
+    fn legacy_event(step: i64) -> Vec<u8> {
+        legacy_histogram("h", step, &[1.0, 2.0])
     }
 
     fn temp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
@@ -318,7 +259,7 @@ mod tests {
 
     #[test]
     fn a_record_being_written_is_left_for_the_next_read() {
-        let records: Vec<Vec<u8>> = (0..3).map(|s| legacy_event("h", s)).collect();
+        let records: Vec<Vec<u8>> = (0..3).map(legacy_event).collect();
         let whole = records[0].len() + records[1].len();
         let mut bytes = records.concat();
         let cut = bytes.len() - 4;
@@ -328,7 +269,7 @@ mod tests {
         assert_eq!(first.end, whole as u64);
         assert_eq!(steps(&first, "h"), vec![0, 1]);
         assert_eq!(first.report.incomplete_tail, Some(whole as u64));
-        bytes.extend(legacy_event("h", 3));
+        bytes.extend(legacy_event(3));
         std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
@@ -345,7 +286,7 @@ mod tests {
     #[test]
     fn segments_end_on_record_boundaries_and_grow_for_long_records() {
         // Steps 1 to 5 encode to records of one length (step 0 would be left out).
-        let bytes: Vec<u8> = (1..6).flat_map(|s| legacy_event("h", s)).collect();
+        let bytes: Vec<u8> = (1..6).flat_map(legacy_event).collect();
         let record = (bytes.len() / 5) as u64;
         let path = temp_file("segments", &bytes);
         let mut plugins = HashMap::new();
@@ -366,8 +307,9 @@ mod tests {
 
     #[test]
     fn a_plugin_named_in_an_earlier_segment_confirms_later_tensors() {
-        let first = tensor_event(0, true);
-        let bytes = [first.clone(), tensor_event(1, false)].concat();
+        let first = tensor_histogram("t", 0, &[0.0, 1.0, 0.0], true);
+        let second = tensor_histogram("t", 1, &[0.0, 1.0, 1.0], false);
+        let bytes = [first.clone(), second].concat();
         let path = temp_file("plugins", &bytes);
         let mut plugins = HashMap::new();
         let head = read_segment("r", &path, 0, first.len() as u64, &mut plugins, None);
@@ -384,11 +326,11 @@ mod tests {
     #[test]
     fn restarts_are_returned_and_applied_inside_the_segment() {
         let bytes = [
-            legacy_event("h", 0),
-            legacy_event("h", 1),
-            legacy_event("h", 2),
-            frame(&Event::session_start(1).encode_to_vec()),
-            legacy_event("h", 1),
+            legacy_event(0),
+            legacy_event(1),
+            legacy_event(2),
+            restart(1),
+            legacy_event(1),
         ]
         .concat();
         let path = temp_file("starts", &bytes);
@@ -400,7 +342,7 @@ mod tests {
 
     #[test]
     fn damage_is_reported_at_file_offsets() {
-        let records: Vec<Vec<u8>> = (0..3).map(|s| legacy_event("h", s)).collect();
+        let records: Vec<Vec<u8>> = (0..3).map(legacy_event).collect();
         let mut bytes = records.concat();
         let second = records[0].len();
         bytes[second + records[1].len() - 1] ^= 0xFF; // record 1's data checksum
@@ -421,12 +363,7 @@ mod tests {
 
     #[test]
     fn the_index_keeps_each_steps_percentiles_and_statistics() {
-        let bytes = [
-            legacy_event("h", 1),
-            frame(&Event::session_start(2).encode_to_vec()),
-            legacy_event("h", 2),
-        ]
-        .concat();
+        let bytes = [legacy_event(1), restart(2), legacy_event(2)].concat();
         let path = temp_file("index", &bytes);
         let mut plugins = HashMap::new();
         let index = index_segment("r", &path, 0, 1 << 20, &mut plugins);

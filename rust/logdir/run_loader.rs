@@ -274,31 +274,10 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::proto::{Event, HistogramProto, Summary, SummaryValue};
-    use crate::read::tf_record::frame;
-    use prost::Message;
+    use crate::read::test_events::{legacy_histogram, restart};
 
     fn legacy_event(step: i64, count: f64) -> Vec<u8> {
-        let histo = HistogramProto {
-            min: 0.0,
-            max: 1.0,
-            num: count,
-            bucket_limit: vec![1.0],
-            bucket: vec![count],
-            ..Default::default()
-        };
-        let value = SummaryValue {
-            tag: "h".into(),
-            histo: Some(histo.encode_to_vec().into()),
-            ..Default::default()
-        };
-        let event = Event {
-            step,
-            wall_time: step as f64,
-            summary: Some(Summary { value: vec![value] }),
-            ..Default::default()
-        };
-        frame(&event.encode_to_vec())
+        legacy_histogram("h", step, &[count])
     }
 
     fn temp_dir(name: &str) -> PathBuf {
@@ -333,11 +312,7 @@ mod tests {
             vec![0, 1, 2, 3]
         );
         assert_eq!(shared.lock().unwrap().tag("h").unwrap().generation, 0);
-        let bytes = [
-            frame(&Event::session_start(2).encode_to_vec()),
-            legacy_event(2, 5.0),
-        ]
-        .concat();
+        let bytes = [restart(2), legacy_event(2, 5.0)].concat();
         fs::write(&second, bytes).unwrap();
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
         let mut run = shared.into_inner().unwrap();

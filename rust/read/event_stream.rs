@@ -144,33 +144,7 @@ impl Read for ChunkSource {
 mod tests {
     use super::*;
     use crate::read::event_file::{read_event_file, Entry};
-    use crate::read::proto::{Event, HistogramProto, Summary, SummaryValue};
-    use crate::read::tf_record::frame;
-    use prost::Message;
-
-    fn histogram_event(step: i64) -> Vec<u8> {
-        let histo = HistogramProto {
-            min: 0.0,
-            max: 2.0,
-            num: 3.0,
-            bucket_limit: vec![1.0, 2.0],
-            bucket: vec![1.0, 2.0],
-            ..Default::default()
-        };
-        let event = Event {
-            step,
-            wall_time: step as f64,
-            summary: Some(Summary {
-                value: vec![SummaryValue {
-                    tag: "h".into(),
-                    histo: Some(histo.encode_to_vec().into()),
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
-        };
-        frame(&event.encode_to_vec())
-    }
+    use crate::read::test_events::legacy_histogram;
 
     fn steps(contents: &FileContents) -> Vec<i64> {
         contents
@@ -193,7 +167,9 @@ mod tests {
 
     #[test]
     fn chunks_of_any_size_decode_like_one_buffer() {
-        let bytes: Vec<u8> = (0..5).flat_map(histogram_event).collect();
+        let bytes: Vec<u8> = (0..5)
+            .flat_map(|s| legacy_histogram("h", s, &[1.0, 2.0]))
+            .collect();
         for chunk in [1, 7, 12, 100, bytes.len()] {
             let contents = streamed(&bytes, chunk, Some(bytes.len() as u64));
             assert_eq!(steps(&contents), vec![0, 1, 2, 3, 4], "chunk {chunk}");
@@ -204,7 +180,9 @@ mod tests {
 
     #[test]
     fn damage_across_chunk_boundaries_matches_the_file_reader() {
-        let records: Vec<Vec<u8>> = (0..6).map(histogram_event).collect();
+        let records: Vec<Vec<u8>> = (0..6)
+            .map(|s| legacy_histogram("h", s, &[1.0, 2.0]))
+            .collect();
         let mut bytes: Vec<u8> = records.concat();
         let second = records[0].len();
         bytes[second + 3] ^= 0xFF; // record 1's length header

@@ -7,5 +7,7 @@ pub mod metric_layout;
 pub mod proto;
 pub mod proto_view;
 pub mod report;
+#[cfg(test)]
+pub(crate) mod test_events;
 pub mod tf_record;
 pub mod wire;

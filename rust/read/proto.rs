@@ -162,20 +162,6 @@ pub struct SessionLog {
 /// `SessionLog.SessionStatus.START`: a (re)started session.
 pub const SESSION_START: i32 = 1;
 
-#[cfg(test)]
-impl Event {
-    /// The event TensorFlow writes when a session (re)starts at `step`.
-    pub(crate) fn session_start(step: i64) -> Event {
-        Event {
-            step,
-            session_log: Some(SessionLog {
-                status: SESSION_START,
-            }),
-            ..Default::default()
-        }
-    }
-}
-
 /// `tensorflow.DataType` values that a histogram tensor may hold
 /// (`tensorflow/core/framework/types.proto`).
 pub mod dtype {

@@ -1,0 +1,78 @@
+//! Framed events for the tests of the modules that read them: legacy histograms, histogram tensors and restarts.
+
+use prost::Message;
+
+use crate::read::proto::{
+    dtype, Dim, Event, HistogramProto, PluginData, SessionLog, Summary, SummaryMetadata,
+    SummaryValue, TensorProto, TensorShapeProto, SESSION_START,
+};
+use crate::read::tf_record::frame;
+
+/// A legacy `HistogramProto` of `tag` at `step`, written at `step` seconds:
+/// `counts[i]` values in the unit bucket `[i, i + 1)`, so from 0 to `counts.len()`.
+pub(crate) fn legacy_histogram(tag: &str, step: i64, counts: &[f64]) -> Vec<u8> {
+    let histo = HistogramProto {
+        min: 0.0,
+        max: counts.len() as f64,
+        num: counts.iter().sum(),
+        bucket_limit: (1..=counts.len()).map(|limit| limit as f64).collect(),
+        bucket: counts.to_vec(),
+        ..Default::default()
+    };
+    let value = SummaryValue {
+        tag: tag.into(),
+        histo: Some(histo.encode_to_vec().into()),
+        ..Default::default()
+    };
+    summary_event(step, value)
+}
+
+/// A TF2 histogram tensor of `tag` at `step`, written at `step` seconds:
+/// `rows` flattened (left, right, count) rows, as doubles; with `plugin`, the
+/// value names the `histograms` plugin, as the first value of a tag does.
+pub(crate) fn tensor_histogram(tag: &str, step: i64, rows: &[f64], plugin: bool) -> Vec<u8> {
+    let height = (rows.len() / 3) as i64;
+    let tensor = TensorProto {
+        dtype: dtype::DOUBLE,
+        tensor_shape: Some(TensorShapeProto {
+            dim: vec![Dim { size: height }, Dim { size: 3 }],
+        }),
+        double_val: rows.to_vec(),
+        ..Default::default()
+    };
+    let metadata = plugin.then(|| SummaryMetadata {
+        plugin_data: Some(PluginData {
+            plugin_name: "histograms".into(),
+            content: Default::default(),
+        }),
+    });
+    let value = SummaryValue {
+        tag: tag.into(),
+        tensor: Some(tensor.encode_to_vec().into()),
+        metadata,
+        ..Default::default()
+    };
+    summary_event(step, value)
+}
+
+/// The event TensorFlow writes when a session (re)starts at `step`.
+pub(crate) fn restart(step: i64) -> Vec<u8> {
+    let event = Event {
+        step,
+        session_log: Some(SessionLog {
+            status: SESSION_START,
+        }),
+        ..Default::default()
+    };
+    frame(&event.encode_to_vec())
+}
+
+fn summary_event(step: i64, value: SummaryValue) -> Vec<u8> {
+    let event = Event {
+        step,
+        wall_time: step as f64,
+        summary: Some(Summary { value: vec![value] }),
+        ..Default::default()
+    };
+    frame(&event.encode_to_vec())
+}
