@@ -215,22 +215,29 @@ mod tests {
         }
     }
 
+    const EDGES: [f64; 4] = [0.0, 1.0, 2.0, 3.0];
+    const COUNTS: [f64; 3] = [0.0, 4.0, 2.0];
+
+    /// A histogram of `w`: the first bin empty, four values in the second, two in the third.
+    fn record(step: i64, wall_time: f64) -> HistogramRecord<'static> {
+        HistogramRecord {
+            tag: "w",
+            step,
+            wall_time,
+            edges: &EDGES,
+            counts: &COUNTS,
+            stats: stats(),
+        }
+    }
+
     #[test]
     fn histograms_and_scalars_read_back_exactly() {
         let dir = std::env::temp_dir().join(format!("histoscope-writer-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let mut writer = EventWriter::create(&dir, 1_700_000_000.5, "host").unwrap();
-        let edges = [0.0, 1.0, 2.0, 3.0];
-        let counts = [0.0, 4.0, 2.0];
-        let h = HistogramRecord {
-            tag: "w",
-            step: 7,
-            wall_time: 12.5,
-            edges: &edges,
-            counts: &counts,
-            stats: stats(),
-        };
-        writer.write(&histogram_event(&h).unwrap()).unwrap();
+        writer
+            .write(&histogram_event(&record(7, 12.5)).unwrap())
+            .unwrap();
         writer.write(&scalar_event("loss", 7, 12.5, 0.25)).unwrap();
         writer.flush().unwrap();
         let name = writer
@@ -268,17 +275,7 @@ mod tests {
 
     #[test]
     fn legacy_readers_see_the_non_empty_bins() {
-        let edges = [0.0, 1.0, 2.0, 3.0];
-        let counts = [0.0, 4.0, 2.0];
-        let h = HistogramRecord {
-            tag: "w",
-            step: 0,
-            wall_time: 0.0,
-            edges: &edges,
-            counts: &counts,
-            stats: stats(),
-        };
-        let event = Event::decode(&histogram_event(&h).unwrap()[..]).unwrap();
+        let event = Event::decode(&histogram_event(&record(0, 0.0)).unwrap()[..]).unwrap();
         let histo = event.summary.unwrap().value[0].histo.clone().unwrap();
         let mut proto = HistogramProto::decode(histo).unwrap();
         proto.histoscope = None;
@@ -293,12 +290,9 @@ mod tests {
     #[test]
     fn mismatched_edges_are_an_error() {
         let h = HistogramRecord {
-            tag: "w",
-            step: 0,
-            wall_time: 0.0,
             edges: &[0.0],
             counts: &[1.0],
-            stats: stats(),
+            ..record(0, 0.0)
         };
         assert!(matches!(
             histogram_event(&h),
