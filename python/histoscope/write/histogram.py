@@ -158,6 +158,16 @@ class Histogram:
         """Every statistic by name: count, min, max, mean, std, nonfinite, below, above."""
         return {name: getattr(self._stats, name) for name in _core.STAT_NAMES}
 
+    @property
+    def stats_record(self) -> _core.Stats:
+        """The statistics as the core's typed record, as the events-file writer takes them.
+
+        Example:
+            >>> Histogram([0.0, 1.0, 2.0], bins=2).stats_record.count
+            3.0
+        """
+        return self._stats
+
     def to_numpy(self) -> tuple[np.ndarray, np.ndarray]:
         """``(counts, edges)`` as ``numpy.histogram`` returns them (writable copies)."""
         return self._counts.copy(), self._edges.copy()

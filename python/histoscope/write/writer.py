@@ -331,7 +331,7 @@ class Writer:
                 job.wall_time,
                 histogram.edges,
                 histogram.counts,
-                histogram._stats,
+                histogram.stats_record,
             ),
         )
 
