@@ -197,21 +197,22 @@ def assert_at(page: Page, step: int, bin_: int) -> None:
     expect(page.locator("#cursor-ridge")).to_have_attribute("data-step", str(step))
 
 
+# The steps run down the figure, the earliest at the top: Down moves to a later step.
 KEY_WALK = [
     ("ArrowRight", "Step 0, -0.5 to 0, count 2, 20.0% of the step", 0, 1),
     ("ArrowLeft", "Step 0, -1 to -0.5, count 1, 10.0% of the step", 0, 0),
     ("ArrowLeft", "First bin", 0, 0),
-    ("ArrowDown", "First step", 0, 0),
-    ("ArrowUp", "Step 50, -1 to -0.5, count 0, 0.0% of the step", 50, 0),
+    ("ArrowUp", "First step", 0, 0),
+    ("ArrowDown", "Step 50, -1 to -0.5, count 0, 0.0% of the step", 50, 0),
     ("End", "Step 50, 0.5 to 1, count 0, 0.0% of the step", 50, 3),
     ("ArrowRight", "Last bin", 50, 3),
     ("ArrowLeft", "Step 50, 0 to 0.5, count 5, 50.0% of the step", 50, 2),
-    ("PageUp", "Step 100, 0 to 0.5, count 0, 0.0% of the step", 100, 2),
-    ("ArrowUp", "Last step", 100, 2),
+    ("PageDown", "Step 100, 0 to 0.5, count 0, 0.0% of the step", 100, 2),
+    ("ArrowDown", "Last step", 100, 2),
     ("Home", "Step 100, -1 to -0.5, count 1,234, 99.9% of the step", 100, 0),
     ("End", "Step 100, 0.5 to 1, count 1, 0.1% of the step", 100, 3),
-    ("PageDown", "Step 0, 0.5 to 1, count 4, 40.0% of the step", 0, 3),
-    ("ArrowDown", "First step", 0, 3),
+    ("PageUp", "Step 0, 0.5 to 1, count 4, 40.0% of the step", 0, 3),
+    ("ArrowUp", "First step", 0, 3),
 ]
 
 
@@ -239,13 +240,13 @@ def test_every_key_is_announced_and_highlighted(open_page, tmp_path, screenshot)
 
 def test_cursor_sits_on_the_ridge_of_its_point(open_page, tmp_path):
     page = open_chart(open_page, tmp_path, small_chart())
-    page.keyboard.press("PageUp")  # step 100, bin 0: the chart's highest count
+    page.keyboard.press("PageDown")  # step 100, bin 0: the chart's highest count
     dot = page.locator("#cursor-dot")
-    # 84 px left margin, 4 bins over 692 px; the top step's baseline at 136 px,
-    # and the highest count rises the full 120 px above it.
+    # 84 px left margin, 4 bins over 692 px; the latest step's baseline at the plot's
+    # bottom, 460 px, and the highest count rises a ridge's full 0.3 of the 444 px plot.
     assert float(dot.get_attribute("cx")) == pytest.approx(84 + 0.5 * 173, abs=0.05)
-    assert float(dot.get_attribute("cy")) == pytest.approx(136 - 120, abs=0.05)
-    ridge = page.locator("#ridges path.ridge").first  # the latest step is drawn first
+    assert float(dot.get_attribute("cy")) == pytest.approx(460 - 0.3 * 444, abs=0.05)
+    ridge = page.locator("#ridges path.ridge").last  # the latest step, in front, is drawn last
     cursor_ridge = page.locator("#cursor-ridge")
     expect(cursor_ridge).to_have_attribute("d", ridge.get_attribute("d"))
     expect(cursor_ridge).to_have_attribute("transform", ridge.get_attribute("transform"))
@@ -302,10 +303,10 @@ def test_braille_line_follows_the_cursor(open_page, tmp_path, screenshot):
     expect(page.locator("#braille-label")).to_have_text("Braille, step 0:")
     expect(cells).to_have_text("\u28c0\u28e4\u28f6\u28ff")  # counts 1, 2, 3, 4
     expect(mark).to_have_text("\u28c0")
-    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowDown")
     expect(cells).to_have_text("\u2800\u28ff\u28ff\u2800")  # counts 0, 5, 5, 0
     page.keyboard.press("End")
-    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowDown")
     expect(page.locator("#braille-label")).to_have_text("Braille, step 100:")
     expect(cells).to_have_text("\u28ff\u2800\u2800\u28c0")  # counts 1234, 0, 0, 1
     assert cells.evaluate("e => e.firstChild.textContent") == "\u28ff\u2800\u2800"
@@ -340,8 +341,8 @@ def test_help_lists_the_keys(open_page, tmp_path):
     page.keyboard.press("h")
     expect(keys).to_be_visible()
     expect(live).to_have_text(
-        "Keys: Left and Right, bins; Up and Down, steps; Home and End, first and last bin;"
-        " Page Up and Page Down, last and first step; T text; S sound; B braille;"
+        "Keys: Left and Right, bins; Up and Down, earlier and later steps; Home and End, first"
+        " and last bin; Page Up and Page Down, first and last step; T text; S sound; B braille;"
         " R review; H this list."
     )
     expect(keys.locator("dt")).to_have_count(9)
@@ -362,7 +363,7 @@ def test_sound_starts_only_when_asked(open_page, tmp_path):
     page.keyboard.press("s")
     expect(page.locator("#announcement")).to_have_text("Sound on")
     assert page.evaluate(audio) == {"contexts": 1, "tones": 1}
-    page.keyboard.press("PageUp")  # step 100, bin 0: the highest count, far left
+    page.keyboard.press("PageDown")  # step 100, bin 0: the highest count, far left
     page.keyboard.press("End")  # step 100, bin 3: count 1, far right
     page.keyboard.press("ArrowRight")  # the edge: a low tone
     tones = page.evaluate(
@@ -402,7 +403,7 @@ def test_data_table_is_collapsed_but_readable(open_page, tmp_path):
 def test_page_has_no_accessibility_violations(open_page, tmp_path, screenshot):
     page = open_chart(open_page, tmp_path, drifting_chart(51))
     page.locator("details").evaluate("e => { e.open = true; }")
-    for key in ("PageUp", "ArrowRight", "b", "h", "r"):
+    for key in ("PageDown", "ArrowRight", "b", "h", "r"):
         page.keyboard.press(key)
     expect(page.locator("#review")).to_be_focused()
     results = Axe().run(page)
@@ -426,7 +427,7 @@ def test_empty_chart_says_there_is_nothing_to_explore(open_page, tmp_path):
 def test_thousand_steps_open_and_move(open_page, tmp_path, screenshot):
     chart = drifting_chart(1000)
     page = open_chart(open_page, tmp_path, chart)
-    page.keyboard.press("PageUp")
+    page.keyboard.press("PageDown")
     page.keyboard.press("End")
     expect(page.locator("#announcement")).to_have_text(expected_point(chart, 999, 29))
     assert_at(page, 99900, 29)
@@ -449,15 +450,15 @@ def test_fixture_chart_in_the_browser(open_page, tmp_path, screenshot, fixtures)
     expect(page).to_have_title("weights/dense (train)")
     live = page.locator("#announcement")
     last_step, peak = len(chart.steps) - 1, int(np.argmax(chart.counts[-1]))
-    page.keyboard.press("PageUp")
+    page.keyboard.press("PageDown")
     expect(live).to_have_text(expected_point(chart, last_step, 0))
     for _ in range(peak):
         page.keyboard.press("ArrowRight")
     expect(live).to_have_text(expected_point(chart, last_step, peak))
     assert_at(page, int(chart.steps[-1]), peak)
-    page.keyboard.press("ArrowUp")
-    expect(live).to_have_text("Last step")
     page.keyboard.press("ArrowDown")
+    expect(live).to_have_text("Last step")
+    page.keyboard.press("ArrowUp")
     expect(live).to_have_text(expected_point(chart, last_step - 1, peak))
     page.keyboard.press("b")
     expect(page.locator("#braille")).to_have_text(re.compile("^[\u2800-\u28ff]{30}$"))

@@ -83,32 +83,35 @@ def test_the_report_opens_offline_with_sections_cards_keys_and_no_request(
     card.locator(".chart").focus()
     page.keyboard.press("Home")
     expect(card.locator(".announcement")).to_contain_text("baseline, step 19, ")
-    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")  # the steps run down the figure: Up is earlier
     expect(page.locator("body")).to_have_attribute("data-step", "18")
     page.keyboard.press("b")
     expect(card.locator(".braille mark")).to_have_count(1)
     assert card.locator(".raw-button").count() == 0  # the report holds no raw buckets
     page.get_by_role("searchbox", name="Filter keys").fill("^params/layer00[0-3]$")
-    page.check('input[name="view"][value="heatmap"]')
+    page.select_option("#view", "heatmap")
     expect(page.locator("article.card:visible svg.panel.heatmap")).to_have_count(8)
     assert "view=heatmap" in page.url and "filter=" in page.url
     screenshot(page, "report_heatmap", full_page=False)
+    page.get_by_text("Step range and more").click()  # the range sits behind a disclosure
     page.get_by_role("slider", name="First step of the range").focus()
     page.keyboard.press("PageUp")  # a tenth of the 20 steps, twice
     page.keyboard.press("PageUp")
     expect(page.locator("#range-live")).to_have_text("Step range 4 to 19: 16 of 20 steps")
     expect(page.locator("#range-from")).to_have_value("4")
     steps = " ".join(str(step) for step in range(4, 20))
+    page.locator("article.card:visible").last.scroll_into_view_if_needed()  # all four near
     ranged = page.locator(f'article.card:visible svg.panel.heatmap[data-steps="{steps}"]')
     expect(ranged).to_have_count(8)
     assert "from=4" in page.url
-    page.check('input[name="view"][value="steps"]')
+    page.select_option("#view", "steps")
     expect(page.locator("article.card:visible svg.panel path.median")).to_have_count(8)
     grid = page.locator('.overview-grid[data-section="params"]')
     grid.focus()
     page.keyboard.press("ArrowDown")
-    live = page.locator(".overview-block", has=grid).locator(".announcement")
-    expect(live).to_contain_text("params/layer001, step 19, standard deviation ")
+    expect(page.locator("#overview-live")).to_contain_text(
+        "params/layer001, step 19, standard deviation "
+    )
     screenshot(page, "report_overview", full_page=False)
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()

@@ -25,6 +25,7 @@ import histoscope
 from histoscope.errors import RequestError
 from histoscope.view import answers, viewer
 from histoscope.view.follow import LogdirIndex
+from histoscope.view.page import MODULES
 
 pytest_plugins = ["browser"]  # the browser and screenshot fixtures
 
@@ -170,7 +171,7 @@ def test_over_steps_draws_the_median_and_three_bands_per_run(
     logdir: Path,
     screenshot,
 ) -> None:
-    page.check('input[name="view"][value="steps"]')
+    page.select_option("#view", "steps")
     expect(page.locator("svg.panel path.median")).to_have_count(6)
     bands = page.locator("svg.panel path.band")
     assert bands.count() == 18
@@ -199,7 +200,7 @@ def test_over_steps_draws_the_median_and_three_bands_per_run(
 
 
 def test_the_overlay_shows_each_shown_run_and_follows_the_run_list(page: Page) -> None:
-    page.check('input[name="view"][value="overlay"]')
+    page.select_option("#view", "overlay")
     card = page.locator('article.card[data-tag="weights/dense"]')
     overlay = card.locator("svg.panel path.overlay-run")
     expect(overlay).to_have_count(2)
@@ -248,11 +249,11 @@ def test_a_card_speaks_bins_steps_edges_runs_braille_and_review(page: Page, serv
     expect(page.locator('article.card[data-tag="weights/dense"] .announcement')).to_have_text(
         "First bin"
     )
-    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowDown")  # the steps run down the figure: Down is later
     expect(page.locator('article.card[data-tag="weights/dense"] .announcement')).to_have_text(
         "Last step"
     )
-    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
     expect(page.locator("body")).to_have_attribute("data-step", "18")
     assert _panel_steps(page) == ["18"] * 6
     page.keyboard.press("n")
@@ -346,7 +347,7 @@ def test_malformed_parameters_are_a_bad_request(server: Server, path: str) -> No
 
 
 def test_the_data_and_assets_are_served(server: Server) -> None:
-    assets = ["viewer.js", "a11y.js", "viewer.css", *viewer.MODULES, "api.js"]
+    assets = ["viewer.js", "a11y.js", "viewer.css", *MODULES, "api.js"]
     for path in ["/", *(f"/assets/{name}" for name in assets), "/api/runs", "/api/findings"]:
         assert server.get(path) == 200, path
     assert server.get("/api/series?tag=weights/dense&run=train") == 200
@@ -403,10 +404,7 @@ def test_series_answers_are_strict_json_with_null_for_missing_statistics(server:
 
 
 def _series_answer(index: LogdirIndex, query: str) -> dict:
-    from starlette.requests import Request
-
-    scope = {"type": "http", "query_string": query.encode(), "headers": []}
-    return json.loads(answers.encode(answers.series(index, Request(scope))))
+    return json.loads(answers.encode(answers.series(index, answers.Query(query))))
 
 
 def test_series_are_sent_from_the_steps_held_a_page_at_a_time(
@@ -519,9 +517,10 @@ def _range_is(page: Page, low: int | None, high: int | None) -> None:
 def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_url_in_step(
     page: Page, browser: Browser, screenshot
 ) -> None:
-    page.check('input[name="view"][value="heatmap"]')
+    page.select_option("#view", "heatmap")
     expect(page.locator("svg.panel.heatmap")).to_have_count(6)
     expect(page.locator('svg.panel.heatmap rect.chosen-row[data-step="19"]')).to_have_count(6)
+    page.get_by_text("Step range and more").click()  # the range sits behind a disclosure
     low = page.get_by_role("slider", name="First step of the range")
     high = page.get_by_role("slider", name="Last step of the range")
     expect(low).to_have_attribute("aria-valuetext", "from step 0, 20 of 20 steps")
@@ -556,7 +555,7 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     expect(live).to_have_text("Step range 5 to 14: 10 of 20 steps")
     # a drag down a heatmap's rows (steps 5 to 14, a row each) chooses the rows dragged over
     heatmap = page.locator("svg.panel.heatmap").first
-    top, rows = 18 / 200, (146 - 18) / 200  # the plot's top and height in the panel's units
+    top, rows = 24 / 230, (174 - 24) / 230  # the plot's top and height in the panel's units
     _drag(page, heatmap, (0.5, top + rows * 2.5 / 10), (0.5, top + rows * 6.5 / 10))
     _range_is(page, 7, 11)
     expect(page.locator("article.card .chart").first).to_be_focused()  # as a click focuses it
@@ -567,10 +566,10 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     page.press("#range-from", "Enter")
     _range_is(page, 8, 11)
     # a drag along the bands' step axis (steps 8 to 11 across the plot)
-    page.check('input[name="view"][value="steps"]')
+    page.select_option("#view", "steps")
     bands = page.locator('svg.panel[data-steps="8 9 10 11"]:has(path.median)')
     expect(bands).to_have_count(6)
-    left, width = 46 / 400, (400 - 46 - 14) / 400
+    left, width = 56 / 320, (320 - 56 - 12) / 320
     _drag(page, bands.first, (left + width * 0.9 / 3, 0.5), (left + width * 2.1 / 3, 0.5))
     expect(page.locator("#range-from")).to_have_value("9")
     expect(page.locator("#range-to")).to_have_value("10")
@@ -586,13 +585,13 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     expect(again.locator(".brush-thumb").nth(1)).to_have_attribute("aria-valuenow", "10")
     again.close()
     page.get_by_role("button", name="All steps").click()
-    page.check('input[name="view"][value="heatmap"]')
+    page.select_option("#view", "heatmap")
     _range_is(page, None, None)
 
 
 @pytest.mark.parametrize("view", ["ridgeline", "overlay", "heatmap", "steps"])
 def test_axe_finds_no_violations(page: Page, view: str) -> None:
-    page.check(f'input[name="view"][value="{view}"]')
+    page.select_option("#view", view)
     page.locator("article.card .chart").first.focus()
     page.keyboard.press("b")
     results = Axe().run(page)
@@ -671,7 +670,7 @@ def test_the_filter_takes_a_regular_expression_or_a_substring_and_lives_in_the_u
     box.fill("grads/layer4[")  # not a regular expression: matched as text
     expect(big_page.locator("#status")).to_contain_text("0 match the filter")
     box.fill("params/layer00[0-1]$")
-    big_page.check('input[name="view"][value="heatmap"]')
+    big_page.select_option("#view", "heatmap")
     big_page.uncheck('#runs input[data-run="wide"]')
     expect(big_page.locator("article.card:visible svg.panel")).to_have_count(2)
     url = big_page.url
@@ -681,7 +680,7 @@ def test_the_filter_takes_a_regular_expression_or_a_substring_and_lives_in_the_u
     again.goto(url)
     expect(again.locator("article.card:visible svg.panel.heatmap")).to_have_count(2, timeout=30000)
     expect(again.get_by_role("searchbox", name="Filter keys")).to_have_value("params/layer00[0-1]$")
-    assert again.locator('input[name="view"][value="heatmap"]').is_checked()
+    assert again.locator("#view").input_value() == "heatmap"
     assert not again.locator('#runs input[data-run="wide"]').is_checked()
     again.close()
 
@@ -705,7 +704,7 @@ def test_the_heatmap_has_a_colour_scale_with_its_legend_and_the_log_axis_relabel
     big_page: Page, screenshot
 ) -> None:
     big_page.get_by_role("searchbox", name="Filter keys").fill("^grads/layer00[0-3]$")
-    big_page.check('input[name="view"][value="heatmap"]')
+    big_page.select_option("#view", "heatmap")
     card = big_page.locator('article.card[data-tag="grads/layer000"]')
     panels = card.locator("svg.panel.heatmap")
     expect(panels).to_have_count(2)
@@ -720,11 +719,12 @@ def test_the_heatmap_has_a_colour_scale_with_its_legend_and_the_log_axis_relabel
     big_page.keyboard.press("End")
     expect(card.locator(".announcement")).to_contain_text("baseline, step 19, ")
     screenshot(big_page, "viewer_heatmap", full_page=False)
-    big_page.check('input[name="view"][value="ridgeline"]')
+    big_page.select_option("#view", "ridgeline")
     expect(card.locator("path.ridge")).to_have_count(40)
     ticks = card.locator("svg.panel").first.locator("text.tick").all_text_contents()
     assert ticks and all(re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", t) for t in ticks), ticks
     screenshot(big_page, "viewer_ridgeline", full_page=False)
+    big_page.get_by_text("Step range and more").click()
     big_page.fill("#range-from", "5")
     big_page.press("#range-from", "Enter")
     big_page.fill("#range-to", "9")
@@ -743,18 +743,35 @@ def test_the_overview_is_walked_by_keyboard_and_opens_a_card_at_a_step(
     big_page: Page, screenshot
 ) -> None:
     grid = big_page.locator('.overview-grid[data-section="grads"]')
+    # 500 keys with no module path: 23 labelled groups of neighbours, none under a row's height
+    labels = grid.locator(".overview-label")
+    expect(labels).to_have_count(23)
+    assert labels.first.get_attribute("title") == "layer000 to layer021 (22 keys)"
+    heights = labels.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+    assert min(heights) >= 16, heights
     grid.focus()
-    live = big_page.locator(".overview-block", has=grid).locator(".announcement")
+    live = big_page.locator("#overview-live")
+    expect(live).to_have_text(
+        re.compile(
+            r"Group layer000 to layer021, 22 keys, closed, step 19, largest standard deviation "
+            r"\S+ in grads/layer021; row 1 of 23"
+        )
+    )
+    big_page.keyboard.press("Enter")  # the group opens, its keys as rows under it
+    expect(live).to_have_text("Opened group layer000 to layer021, 22 keys; 45 rows")
+    expect(labels).to_have_count(45)
+    big_page.keyboard.press("ArrowDown")
     expect(live).to_contain_text("grads/layer000, step 19, standard deviation ")
     big_page.keyboard.press("ArrowDown")
     expect(live).to_contain_text("grads/layer001, step 19, standard deviation ")
     big_page.keyboard.press("ArrowLeft")
     expect(live).to_have_text(
-        re.compile(r"grads/layer001, step 18, standard deviation \S+; key 2 of 500")
+        re.compile(r"grads/layer001, step 18, standard deviation \S+; row 3 of 45")
     )
-    big_page.keyboard.press("ArrowUp")
-    big_page.keyboard.press("ArrowUp")
-    expect(live).to_have_text("First key")
+    for _ in range(3):
+        big_page.keyboard.press("ArrowUp")
+    expect(live).to_have_text("First row")
+    big_page.keyboard.press("ArrowDown")
     big_page.keyboard.press("s")  # the row as sound: one tone per step
     expect(live).to_contain_text("Playing grads/layer000, 20 steps")
     big_page.wait_for_timeout(2600)
@@ -812,11 +829,13 @@ def test_findings_are_listed_announced_once_and_marked_on_their_card(
         border = marked.evaluate("e => getComputedStyle(e).borderTopStyle")
         assert border == "double"  # a shape as well as a colour
         grid = page.locator('.overview-grid[data-section="gradients"]')
+        marked_row = grid.locator(".overview-label").first
+        expect(marked_row.locator(".row-finding")).to_have_text("\u25b2 error")  # shape and word
         grid.focus()
-        live = page.locator(".overview-block", has=grid).locator(".announcement")
-        expect(live).to_contain_text("finding: nonfinite (error)")
+        expect(page.locator("#overview-live")).to_contain_text("finding: nonfinite (error)")
+        expect(page.locator("#findings-count")).to_have_text("1 error")
         screenshot(page, "viewer_alerts", full_page=False)
-        alerts.locator("a").click()
+        page.locator("#worst-keys a").click()  # findings first: the worst keys link their cards
         expect(marked.locator(".chart")).to_be_focused()
         expect(page.locator("body")).to_have_attribute("data-step", "6")
         context.close()

@@ -1,9 +1,11 @@
 """The viewer's JSON answers: runs, keys, series, buckets, cards and the overview.
 
-Each takes the log directory's index (`follow.LogdirIndex`) and a request,
-checks the request's parameters (`RequestError` for a malformed one,
+Each takes the log directory's index (`follow.LogdirIndex`) and the request's
+`Query`, checks its parameters (`RequestError` for a malformed one,
 `RequestNotFoundError` for an unknown run) and returns plain data; `encode`
-writes it as JSON. NumPy arrays stay arrays until they are written.
+writes it as JSON. NumPy arrays stay arrays until they are written. Nothing
+here knows which server asked: `histoscope view` and the TensorBoard tab both
+do (see `site.Site`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import functools
 import json
 import os
 import threading
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,8 +25,6 @@ from ..errors import RequestError, RequestNotFoundError
 from .follow import BASIS_POINTS, LogdirIndex, RunIndex, SeriesView
 
 if TYPE_CHECKING:
-    from starlette.requests import Request
-
     from .refreshed import Layouts
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "CARD_STEPS",
     "OVERVIEW_STATS",
     "READERS",
+    "RIDGE_STEPS",
+    "Query",
     "buckets",
     "card",
     "encode",
@@ -45,8 +48,12 @@ __all__ = [
 SERIES_STEPS = 2000
 
 
-#: The most steps a card's ridgeline or heatmap draws; the rest are thinned as maidr thins.
+#: The most steps a card's heatmap draws; the rest are thinned as maidr thins.
 CARD_STEPS = 40
+
+
+#: The most steps a card's ridgeline draws (RIDGES in ridgeline.js), so each reads as a ridge.
+RIDGE_STEPS = 24
 
 
 #: The most steps a row of the overview holds.
@@ -69,6 +76,26 @@ READERS = concurrent.futures.ThreadPoolExecutor(
 # One answer is encoded at a time: encoding holds the GIL anyway, and this way at
 # most one answer's numbers exist as Python objects at once.
 _ENCODING = threading.Lock()
+
+
+class Query:
+    """A request's query parameters, as the answers read them: ``get`` the first value
+    of a name, ``getlist`` every value, in order.
+
+    Example:
+        >>> query = Query("run=a&run=b&tag=w%2Fx&since=")
+        >>> query.getlist("run"), query.get("tag"), query.get("since"), query.get("step")
+        (['a', 'b'], 'w/x', '', None)
+    """
+
+    def __init__(self, text: str) -> None:
+        self._pairs = urllib.parse.parse_qsl(text, keep_blank_values=True)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return next((value for key, value in self._pairs if key == name), default)
+
+    def getlist(self, name: str) -> list[str]:
+        return [value for key, value in self._pairs if key == name]
 
 
 def encode(body: Any) -> bytes:
@@ -94,10 +121,10 @@ def runs(index: LogdirIndex) -> dict[str, Any]:
     return {"runs": index.runs(), "stats": list(_core.STAT_NAMES), "basis_points": BASIS_POINTS}
 
 
-def _chosen_runs(index: LogdirIndex, request: Request) -> list[RunIndex]:
+def _chosen_runs(index: LogdirIndex, query: Query) -> list[RunIndex]:
     """The runs named by ``run``, each brought up to date; several are read side by side
     (the core reads without the GIL), so a page's first answer waits for one run, not all."""
-    names = request.query_params.getlist("run")
+    names = query.getlist("run")
     if len(names) > 1:
         found = list(READERS.map(index.run, names))
     else:
@@ -110,16 +137,16 @@ def _chosen_runs(index: LogdirIndex, request: Request) -> list[RunIndex]:
     return runs
 
 
-def _tag(request: Request) -> str:
-    tag = request.query_params.get("tag")
+def _tag(query: Query) -> str:
+    tag = query.get("tag")
     if not tag:
         raise RequestError("no tag given: tag=KEY is required")
     return tag
 
 
-def _integer(request: Request, name: str, minimum: int | None = None) -> int | None:
+def _integer(query: Query, name: str, minimum: int | None = None) -> int | None:
     """The whole-number query parameter ``name``, None when absent; 400 when malformed."""
-    text = request.query_params.get(name)
+    text = query.get(name)
     if text is None or text == "":
         return None
     try:
@@ -131,10 +158,10 @@ def _integer(request: Request, name: str, minimum: int | None = None) -> int | N
     return value
 
 
-def tags(index: LogdirIndex, layouts: Layouts, request: Request) -> dict[str, Any]:
+def tags(index: LogdirIndex, layouts: Layouts, query: Query) -> dict[str, Any]:
     by_tag: dict[str, list[str]] = {}
-    declared = READERS.submit(layouts.declared, request.query_params.getlist("run"))
-    runs = _chosen_runs(index, request)
+    declared = READERS.submit(layouts.declared, query.getlist("run"))
+    runs = _chosen_runs(index, query)
     steps = [np.zeros(0, dtype=np.int64)]
     for run in runs:
         for tag, series in list(run.series.items()):
@@ -149,7 +176,7 @@ def tags(index: LogdirIndex, layouts: Layouts, request: Request) -> dict[str, An
     }
 
 
-def series(index: LogdirIndex, request: Request) -> dict[str, Any]:
+def series(index: LogdirIndex, query: Query) -> dict[str, Any]:
     """Each run's index of ``tag`` from the ``since`` given for the run, at most SERIES_STEPS steps.
 
     ``since`` is repeated in the order of ``run``, as ``GENERATION:COUNT`` of the
@@ -158,9 +185,9 @@ def series(index: LogdirIndex, request: Request) -> dict[str, Any]:
     steps are left to ask for. Answers stay small however far the reading has
     gone, so the first cards need not wait for a long run's whole index.
     """
-    tag = _tag(request)
-    runs = _chosen_runs(index, request)
-    held = [_since(text) for text in request.query_params.getlist("since")]
+    tag = _tag(query)
+    runs = _chosen_runs(index, query)
+    held = [_since(text) for text in query.getlist("since")]
     out = []
     for position, run in enumerate(runs):
         index_of_tag = run.series.get(tag)
@@ -200,14 +227,14 @@ def _since(text: str) -> tuple[int, int] | None:
     return generation, count
 
 
-def buckets(index: LogdirIndex, request: Request) -> dict[str, Any]:
+def buckets(index: LogdirIndex, query: Query) -> dict[str, Any]:
     """Each run's buckets at the last step at or before ``step``, and at the step before it."""
-    tag = _tag(request)
-    step = _integer(request, "step")
+    tag = _tag(query)
+    step = _integer(query, "step")
     if step is None:
         raise RequestError("step must be an integer, got nothing")
     out: list[dict[str, Any]] = []
-    for run in _chosen_runs(index, request):
+    for run in _chosen_runs(index, query):
         index_of_tag = run.series.get(tag)
         if index_of_tag is None:
             continue
@@ -236,7 +263,7 @@ def _step(
     }
 
 
-def card(index: LogdirIndex, request: Request) -> dict[str, Any]:
+def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
     """A card's series of ``tag``, rebinned onto shared equal bins across the chosen runs.
 
     Per run: up to ``steps`` steps between ``from`` and ``to`` (thinned as maidr
@@ -245,14 +272,14 @@ def card(index: LogdirIndex, request: Request) -> dict[str, Any]:
     steps compare bin for bin and PyTorch's narrow exponential buckets draw as
     densities instead of spikes.
     """
-    tag = _tag(request)
-    runs = _chosen_runs(index, request)
-    chosen = _integer(request, "step")
-    low, high = _integer(request, "from"), _integer(request, "to")
+    tag = _tag(query)
+    runs = _chosen_runs(index, query)
+    chosen = _integer(query, "step")
+    low, high = _integer(query, "from"), _integer(query, "to")
     if low is not None and high is not None and low > high:
         raise RequestError(f"from must not be after to, got from={low} to={high}")
-    max_steps = min(_integer(request, "steps", 1) or CARD_STEPS, 1000)
-    bins = min(_integer(request, "bins", 1) or CARD_BINS, 512)
+    max_steps = min(_integer(query, "steps", 1) or CARD_STEPS, 1000)
+    bins = min(_integer(query, "bins", 1) or CARD_BINS, 512)
     plans: list[tuple[RunIndex, SeriesView, list[int], int, int]] = []
     buckets: list[np.ndarray] = []
     for run in runs:
@@ -334,17 +361,17 @@ def overview_value(
     return np.where(np.isnan(column["mean"]), quantiles[:, 4], column["mean"])
 
 
-def overview(index: LogdirIndex, request: Request) -> dict[str, Any]:
+def overview(index: LogdirIndex, query: Query) -> dict[str, Any]:
     """For one run, every key's ``stat`` at up to OVERVIEW_STEPS steps shared by all keys.
 
     A key's cell holds its value at the last step it logged at or before the
     column's step, null before its first.
     """
-    chosen = _chosen_runs(index, request)
+    chosen = _chosen_runs(index, query)
     if len(chosen) != 1:
         raise RequestError(f"one run=NAME is required, got {len(chosen)}")
     run = chosen[0]
-    stat = request.query_params.get("stat", "std")
+    stat = query.get("stat", "std")
     if stat not in OVERVIEW_STATS:
         raise RequestError(f"stat must be one of {', '.join(OVERVIEW_STATS)}, got {stat!r}")
     views = {tag: series.view for tag, series in sorted(run.series.items())}

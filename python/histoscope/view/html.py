@@ -212,7 +212,7 @@ def _chart_label(chart: TensorBoardChart) -> str:
     steps = len(chart.steps)
     return html.escape(
         f"Ridgeline chart of {chart.tag} ({chart.run}): {steps} step{'s' * (steps != 1)}"
-        f" of {chart.bins} bin{'s' * (chart.bins != 1)}, the earliest in front."
+        f" of {chart.bins} bin{'s' * (chart.bins != 1)}, the earliest at the back, at the top."
         " Arrow keys move, H lists the keys."
     )
 
@@ -220,9 +220,9 @@ def _chart_label(chart: TensorBoardChart) -> str:
 def _keys_section() -> str:
     keys = (
         ("Left, Right", "previous or next bin of the step"),
-        ("Up, Down", "later or earlier step, same bin"),
+        ("Up, Down", "earlier or later step, same bin: the steps run down the figure"),
         ("Home, End", "first or last bin"),
-        ("Page Up, Page Down", "last or first step"),
+        ("Page Up, Page Down", "first or last step"),
         ("T", "text announcements on or off"),
         ("S", "sound on or off: pitch follows the count, left to right follows the value"),
         ("B", "braille line of the step on or off"),

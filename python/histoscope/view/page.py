@@ -15,6 +15,8 @@ __all__ = ["MODULES", "SEVERITIES", "asset_text", "bundle", "vocabulary_script"]
 MODULES = (
     "a11y.js",
     "format.js",
+    "names.js",
+    "colours.js",
     "state.js",
     "axes.js",
     "ridgeline.js",
@@ -23,6 +25,7 @@ MODULES = (
     "brush.js",
     "runs.js",
     "sections.js",
+    "grid.js",
     "overview.js",
     "cards.js",
     "controls.js",

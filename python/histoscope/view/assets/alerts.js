@@ -1,12 +1,20 @@
-// histoscope: the findings of the diagnosis, as a list of alerts that open their card, a
+// histoscope: the findings of the diagnosis, first on the page: how many of each severity,
+// the worst keys as links to their cards, every finding in a list that opens its card, a
 // badge on each card concerned, and a spoken (and, if asked, sounded) note of new ones.
 
 import * as a11y from "./a11y.js";
 import { notable } from "./state.js";
 
+// The worst keys linked from the summary: enough to start with, few enough for one line.
+const WORST_KEYS = 5;
+
 export function makeAlerts(app) {
   const { state, source, $ } = app;
   const alertsLive = a11y.speaker($("alerts-live"));
+
+  function rank(finding) {
+    return state.severities.indexOf(finding.severity);
+  }
 
   function drawFindingsBadge(card) {
     const found = state.findings.filter((f) => f.key === card.tag && notable(state, f));
@@ -14,27 +22,57 @@ export function makeAlerts(app) {
     const badge = card.node.querySelector(".findings");
     if (!badge) return;
     badge.hidden = !found.length;
-    badge.textContent = found.length ? "\u26A0 " + found.map((f) => f.kind + " in " + f.run).join(", ") : "";
+    badge.textContent = found.length ? "\u26A0 " + found.map((f) => f.kind + " in " + app.runLabel(f.run)).join(", ") : "";
+  }
+
+  function openLink(text, finding) {
+    const link = document.createElement("a");
+    link.href = "#";
+    link.textContent = text;
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      app.openCard(finding.key, finding.first_step);
+    });
+    return link;
+  }
+
+  // "2 errors, 1 warning, 3 infos": the most severe first, each severity counted.
+  function counted(findings) {
+    const parts = [];
+    for (const severity of [...state.severities].reverse()) {
+      const n = findings.filter((f) => f.severity === severity).length;
+      if (n) parts.push(n + " " + severity + (n === 1 ? "" : "s"));
+    }
+    return parts.join(", ");
+  }
+
+  // The summary: the counts, then the keys of the most severe findings, each once.
+  function drawSummary() {
+    const findings = [...state.findings].sort((a, b) => rank(b) - rank(a) || a.first_step - b.first_step);
+    $("findings-count").textContent = findings.length ? counted(findings) : "None: the diagnosis found nothing to flag";
+    const seen = new Set();
+    const worst = findings.filter((f) => notable(state, f) && !seen.has(f.key) && seen.add(f.key)).slice(0, WORST_KEYS);
+    $("worst-keys").replaceChildren(...worst.map((finding) => {
+      const item = document.createElement("li");
+      item.className = "alert-" + finding.severity;
+      item.append(openLink(finding.key, finding), " " + finding.severity + ": " + finding.kind + " in " + app.runLabel(finding.run));
+      return item;
+    }));
+    $("worst-keys").hidden = worst.length === 0;
+    $("alerts-section").hidden = findings.length === 0;
+    $("alerts-heading").textContent = "Every finding (" + findings.length + ")";
+    $("alerts").replaceChildren(...findings.map((finding) => {
+      const item = document.createElement("li");
+      item.className = "alert-" + finding.severity;
+      item.appendChild(openLink(finding.severity + ": " + finding.message, finding));
+      return item;
+    }));
   }
 
   async function loadFindings() {
     const answer = await source.findings();
     state.findings = answer.findings || [];
-    const list = $("alerts");
-    $("alerts-section").hidden = state.findings.length === 0;
-    list.replaceChildren(...state.findings.map((finding) => {
-      const item = document.createElement("li");
-      item.className = "alert-" + finding.severity;
-      const link = document.createElement("a");
-      link.href = "#";
-      link.textContent = finding.severity + ": " + finding.message;
-      link.addEventListener("click", (event) => {
-        event.preventDefault();
-        app.openCard(finding.key, finding.first_step);
-      });
-      item.appendChild(link);
-      return item;
-    }));
+    drawSummary();
     const fresh = state.findings.filter((f) => !state.announced.has(f.kind + f.run + f.key));
     for (const f of fresh) state.announced.add(f.kind + f.run + f.key);
     if (fresh.length) {
@@ -42,6 +80,7 @@ export function makeAlerts(app) {
       if ($("alert-sound").checked) { a11y.startSound(); a11y.playEdge(); }
     }
     for (const card of state.cards.values()) drawFindingsBadge(card);
+    app.drawOverview();
   }
 
   return { drawFindingsBadge, loadFindings };

@@ -1,5 +1,7 @@
-// histoscope viewer: the data source that asks the local server. The report has another
-// source with the same methods, answering from the data embedded in the file.
+// histoscope viewer: the data source that asks the server the page came from: `histoscope
+// view`, or TensorBoard with the histoscope tab, which serves the page under its own path;
+// so every address is relative to the page's. The report has another source with the same
+// methods, answering from the data embedded in the file.
 
 function query(params) {
   const search = new URLSearchParams();
@@ -32,15 +34,15 @@ export function serverSource() {
     runs: () => {
       const answer = listed;
       listed = null;
-      return answer ? Promise.resolve(answer) : getJSON("/api/runs");
+      return answer ? Promise.resolve(answer) : getJSON("api/runs");
     },
-    tags: (runs) => getJSON("/api/tags", { run: runs }),
-    series: (tag, runs, since) => getJSON("/api/series", { tag, run: runs, since }),
-    card: (tag, runs, options) => getJSON("/api/card", {
-      tag, run: runs, step: options.step, from: options.from, to: options.to,
+    tags: (runs) => getJSON("api/tags", { run: runs }),
+    series: (tag, runs, since) => getJSON("api/series", { tag, run: runs, since }),
+    card: (tag, runs, options) => getJSON("api/card", {
+      tag, run: runs, step: options.step, from: options.from, to: options.to, steps: options.steps,
     }),
-    buckets: (tag, step, runs) => getJSON("/api/buckets", { tag, step, run: runs }),
-    overview: (run, stat) => getJSON("/api/overview", { run, stat }),
-    findings: () => getJSON("/api/findings").catch(() => ({ findings: [] })),
+    buckets: (tag, step, runs) => getJSON("api/buckets", { tag, step, run: runs }),
+    overview: (run, stat) => getJSON("api/overview", { run, stat }),
+    findings: () => getJSON("api/findings").catch(() => ({ findings: [] })),
   };
 }

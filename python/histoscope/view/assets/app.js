@@ -12,9 +12,12 @@ import { makeControls } from "./controls.js";
 import { makeKeys } from "./keys.js";
 import { makeOverview } from "./overview.js";
 import { makeAlerts } from "./alerts.js";
+import { naturalOrder } from "./names.js";
 
 const POLL_MS = 2000;
-const MAX_SHOWN = 12; // runs shown at first; the rest can be shown from the list
+// Runs shown at first, as many as there are distinct colours; the rest can be shown from
+// the list (viewer.FIRST_SHOWN on the server reads these ahead).
+const MAX_SHOWN = 10;
 
 export function start(source) {
   const $ = (id) => document.getElementById(id);
@@ -66,7 +69,7 @@ export function start(source) {
     // Asked before the cards are placed, so the observer's report on them is not missed.
     const reported = newTags ? app.nextReport() : Promise.resolve();
     if (newTags) {
-      state.tags = [...new Set(state.tags.concat(names))].sort();
+      state.tags = [...new Set(state.tags.concat(names))].sort(naturalOrder);
       state.layout = tags.layout;
       state.layoutKey = layoutKey;
       app.placeCards();
@@ -88,12 +91,12 @@ export function start(source) {
     // the cards: it is asked for once the cards in view are drawn, not before them.
     if (first) await firstCardsDrawn(reported);
     document.body.dataset.step = String(state.step); // the step the drawn cards show
-    // Findings wait for the second answer: diagnosing reads the whole log directory, and
-    // the first cards should not queue behind it.
     if (changed.length || showChanged || first) await app.loadOverview(showChanged);
-    if (!first && (changed.length || showChanged || !state.findingsAsked)) {
-      state.findingsAsked = true;
-      await app.loadFindings();
+    // Findings are asked for once the first cards are drawn; diagnosing reads the whole log
+    // directory, so the first answer is not waited for.
+    if (first || changed.length || showChanged) {
+      const findings = app.loadFindings();
+      if (!first) await findings;
     }
     if (!runs.length) app.placeCards();
     describeStatus();

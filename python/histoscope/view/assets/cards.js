@@ -3,9 +3,10 @@
 // cards at a time, and drawn as the chosen view with the statistics at the chosen step.
 
 import * as a11y from "./a11y.js";
-import { formatValue, runColour } from "./format.js";
-import { drawOverlay, drawHeatmap, drawBands } from "./draw.js";
-import { drawRidgeline } from "./ridgeline.js";
+import { formatValue, svgElement } from "./format.js";
+import { runColour, runDash } from "./colours.js";
+import { OVERLAID, drawOverlay, drawHeatmap, drawBands } from "./draw.js";
+import { RIDGES, drawRidgeline } from "./ridgeline.js";
 import { brushChart } from "./brush.js";
 
 const LOADING_AT_ONCE = 4;
@@ -94,7 +95,8 @@ export function makeCards(app) {
     const request = ++card.request;
     card.stale = false;
     const data = runs.length
-      ? await source.card(card.tag, runs, { step: state.step, from: state.from, to: state.to })
+      ? await source.card(card.tag, runs, { step: state.step, from: state.from, to: state.to,
+        steps: state.view === "ridgeline" ? RIDGES : null })
       : { edges: [], runs: [] };
     if (state.view === "steps") await loadSeries(card, runs);
     if (request !== card.request || !card.mounted) return;
@@ -128,7 +130,7 @@ export function makeCards(app) {
   }
 
   function drawCard(card) {
-    const view = { log: state.log, step: state.step, from: state.from, to: state.to };
+    const view = { log: state.log, bars: state.bars, step: state.step, from: state.from, to: state.to, label: app.runLabel };
     const data = card.data;
     card.geometry = new Map();
     let panels = [];
@@ -138,9 +140,16 @@ export function makeCards(app) {
       empty.textContent = "No histogram for the shown runs.";
       panels = [empty];
     } else if (state.view === "overlay") {
-      const shape = drawOverlay(card.tag, data.edges, data.runs, view);
+      const overlaid = data.runs.slice(0, OVERLAID);
+      const shape = drawOverlay(card.tag, data.edges, overlaid, view);
       card.geometry.set("overlay", shape);
-      panels = [shape.svg, legend(data.runs)];
+      panels = [shape.svg, legend(overlaid)];
+      if (data.runs.length > OVERLAID) {
+        const note = document.createElement("p");
+        note.className = "muted";
+        note.textContent = "The first " + OVERLAID + " of " + data.runs.length + " shown runs are overlaid; hide some runs to compare others.";
+        panels.push(note);
+      }
     } else if (state.view === "steps") {
       panels = app.cardRuns(card).filter((run) => card.series.has(run)).map((run) => {
         const shape = drawBands(card.tag, card.series.get(run), view);
@@ -168,16 +177,17 @@ export function makeCards(app) {
     for (const card of state.cards.values()) if (card.mounted && card.data) drawCard(card);
   }
 
+  // The overlay's legend: each run's line as drawn (its colour and dash), its name and step.
   function legend(entries) {
     const list = document.createElement("ul");
     list.className = "legend";
     list.append(...entries.filter((e) => e.current).map((entry) => {
       const item = document.createElement("li");
-      const swatch = document.createElement("span");
-      swatch.className = "swatch";
-      swatch.style.background = runColour(entry.run);
-      swatch.setAttribute("aria-hidden", "true");
-      item.append(swatch, entry.run + ", step " + entry.current.step);
+      const sample = svgElement("svg", { class: "line-sample", viewBox: "0 0 28 10", width: 28, height: 10, "aria-hidden": "true" });
+      const line = svgElement("line", { x1: 1, x2: 27, y1: 5, y2: 5 }, sample);
+      line.style.stroke = runColour(entry.run);
+      if (runDash(entry.run)) line.style.strokeDasharray = runDash(entry.run);
+      item.append(sample, app.runNameElement(entry.run), ", step " + entry.current.step);
       return item;
     }));
     return list;
@@ -208,8 +218,12 @@ export function makeCards(app) {
       row.dataset.run = entry.run;
       row.replaceChildren(...cells.map((text, i) => {
         const cell = document.createElement(i === 0 ? "th" : "td");
-        if (i === 0) cell.scope = "row";
-        cell.textContent = text;
+        if (i === 0) {
+          cell.scope = "row";
+          cell.appendChild(app.runNameElement(text));
+        } else {
+          cell.textContent = text;
+        }
         return cell;
       }));
       return row;

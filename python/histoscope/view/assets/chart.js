@@ -31,15 +31,16 @@ const stem = svgElement("line", { id: "cursor-stem" }, cursor);
 const dot = svgElement("circle", { id: "cursor-dot", r: 5 }, cursor);
 chart.prepend(figure.svg);
 
+// Steps run down the figure, the earliest at the top: Down moves to a later step.
 const MOVES = {
   ArrowLeft: [0, -1, "First bin"],
   ArrowRight: [0, 1, "Last bin"],
-  ArrowUp: [1, 0, "Last step"],
-  ArrowDown: [-1, 0, "First step"],
+  ArrowUp: [-1, 0, "First step"],
+  ArrowDown: [1, 0, "Last step"],
 };
 const KEYS_SPOKEN =
-  "Keys: Left and Right, bins; Up and Down, steps; Home and End, first and last bin;" +
-  " Page Up and Page Down, last and first step; T text; S sound; B braille;" +
+  "Keys: Left and Right, bins; Up and Down, earlier and later steps; Home and End, first and last bin;" +
+  " Page Up and Page Down, first and last step; T text; S sound; B braille;" +
   " R review; H this list.";
 
 const state = { step: 0, bin: 0, text: true, sound: false, braille: false, last: "" };
@@ -140,8 +141,8 @@ function act(key) {
   if (key in MOVES) moveBy(key);
   else if (key === "Home") moveTo(state.step, 0);
   else if (key === "End") moveTo(state.step, binCount - 1);
-  else if (key === "PageUp") moveTo(stepCount - 1, state.bin);
-  else if (key === "PageDown") moveTo(0, state.bin);
+  else if (key === "PageUp") moveTo(0, state.bin);
+  else if (key === "PageDown") moveTo(stepCount - 1, state.bin);
   else if (a11y.toggle(state, mode, speak, { sound: playPoint, braille: drawBraille })) return true;
   else if (mode === "review") openReview();
   else if (mode === "keys") toggleKeys();

@@ -1,6 +1,7 @@
-// histoscope: the page's controls: the chosen step (slider and number), the step range
-// (inputs, brush, or a drag across a chart), the view and the count axis. Every card and
-// the URL follow them.
+// histoscope: the page's controls, one toolbar: the key filter (sections.js), the view, the
+// count axis and the chosen step (slider and number); behind a disclosure, the step range
+// (inputs, brush, or a drag across a chart) and the ridges' shape. Every card and the URL
+// follow them.
 
 import * as a11y from "./a11y.js";
 import { makeBrush } from "./brush.js";
@@ -21,7 +22,7 @@ export function makeControls(app) {
     number.value = state.step === null ? "" : String(state.step);
     const last = state.steps.length ? state.steps[state.steps.length - 1] : null;
     $("step-range").textContent = state.steps.length
-      ? "steps " + state.steps[0] + " to " + last + ", " + state.steps.length + " in all"
+      ? "of " + state.steps[0] + " to " + last
       : "no steps yet";
   }
 
@@ -83,16 +84,21 @@ export function makeControls(app) {
     rangeLive(brush.describe());
   });
 
-  for (const radio of document.querySelectorAll('input[name="view"]')) {
-    radio.checked = radio.value === state.view;
-    radio.addEventListener("change", () => {
-      state.view = radio.value;
-      document.body.dataset.view = state.view;
-      app.remember();
-      app.reloadMounted();
-    });
-  }
+  const view = $("view");
+  view.value = state.view;
+  view.addEventListener("change", () => {
+    state.view = view.value;
+    document.body.dataset.view = state.view;
+    app.remember();
+    app.reloadMounted();
+  });
   document.body.dataset.view = state.view;
+  $("bars").checked = state.bars;
+  $("bars").addEventListener("change", () => {
+    state.bars = $("bars").checked;
+    app.remember();
+    app.redrawMounted();
+  });
   $("log-axis").checked = state.log;
   $("log-axis").addEventListener("change", () => {
     state.log = $("log-axis").checked;

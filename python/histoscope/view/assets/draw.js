@@ -1,42 +1,50 @@
 // histoscope: drawing a card's other panels (the overlay of runs, the heatmap, and the
 // percentile bands over steps) as SVG; the ridgeline is ridgeline.js's.
 
-import { formatValue, niceTicks, svgElement, runColour, viridis, rgb } from "./format.js";
+import { formatValue, niceTicks, svgElement, viridis, rgb } from "./format.js";
+import { runColour, runDash } from "./colours.js";
 import { PANEL, countLevel, leftLabel, panel, plotWidth, topCount, valueAxis } from "./axes.js";
-import { ridgePath } from "./ridgeline.js";
+import { shapePath, stepText } from "./ridgeline.js";
 
 const PLOT_WIDTH = plotWidth(PANEL);
 export const BP_NAMES = ["minimum", "6.68th percentile", "15.87th percentile", "30.85th percentile",
   "median", "69.15th percentile", "84.13th percentile", "93.32nd percentile", "maximum"];
 
-// Every shown run's counts at the chosen step on the same bins, one outline per run.
+// The most runs an overlay draws on one panel; more would hide each other.
+export const OVERLAID = 8;
+
+// Every shown run's counts at the chosen step on the same bins (the first OVERLAID of
+// them), one outline per run in its colour and dash pattern.
 export function drawOverlay(tag, edges, entries, view) {
-  const height = 170;
+  const height = 210;
   const bottom = height - PANEL.bottom;
   const plot = bottom - PANEL.top;
   const top = topCount(entries.flatMap((e) => [e.current, e.previous].filter(Boolean).map((s) => s.counts)));
   const bins = edges.length - 1;
   const edge = (i) => PANEL.left + (i / bins) * PLOT_WIDTH;
   const rise = (c) => countLevel(c, top, view.log) * plot;
-  const outline = (counts, attributes) => svgElement("path", {
-    d: ridgePath(counts, edge, rise), transform: "translate(0 " + bottom + ")", ...attributes }, svg);
+  const path = shapePath(view.bars);
+  const outline = (run, counts, attributes) => {
+    const element = svgElement("path", {
+      d: path(counts, edge, rise), transform: "translate(0 " + bottom + ")", ...attributes }, svg);
+    element.style.stroke = runColour(run);
+    if (runDash(run)) element.style.strokeDasharray = runDash(run);
+    return element;
+  };
   const steps = entries.filter((e) => e.current).map((e) => e.run + " step " + e.current.step);
-  const svg = panel("", tag + ", every shown run at the chosen step: " + (steps.join(", ") || "no steps"), height, "");
+  const svg = panel("", tag + ", " + entries.length + " runs at the chosen step: " + (steps.join(", ") || "no steps"), height, "");
   svg.dataset.run = entries.map((e) => e.run).join(",");
   const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
   svgElement("line", { x1: PANEL.left, x2: PANEL.left, y1: PANEL.top, y2: bottom }, axis);
   leftLabel(axis, bottom, "0");
   leftLabel(axis, PANEL.top, formatValue(top));
-  const title = svgElement("text", { x: 4, y: 12 }, axis);
+  const title = svgElement("text", { class: "axis-title", "text-anchor": "middle",
+    transform: "translate(12 " + (PANEL.top + plot / 2) + ") rotate(-90)" }, axis);
   title.textContent = view.log ? "count (log)" : "count";
   for (const entry of entries) {
-    if (entry.previous) {
-      outline(entry.previous.counts, { class: "previous", stroke: runColour(entry.run),
-        "data-step": String(entry.previous.step), "data-run": entry.run });
-    }
     if (entry.current) {
-      outline(entry.current.counts, { class: "overlay-run current", stroke: runColour(entry.run),
-        fill: runColour(entry.run), "data-run": entry.run, "data-step": String(entry.current.step) });
+      outline(entry.run, entry.current.counts, { class: "overlay-run current",
+        "data-run": entry.run, "data-step": String(entry.current.step) });
     }
   }
   const current = entries.find((e) => e.current);
@@ -48,13 +56,14 @@ export function drawOverlay(tag, edges, entries, view) {
 export function drawHeatmap(tag, edges, entry, view) {
   const rows = entry.counts;
   const legendHeight = 30;
-  const height = 170 + legendHeight;
+  const height = 200 + legendHeight;
   const bottom = height - PANEL.bottom - legendHeight;
   const plot = bottom - PANEL.top;
   const top = topCount(rows);
   const steps = entry.steps;
   const svg = panel(entry.run, tag + ", " + entry.run + ", heatmap of " + steps.length +
-    " steps by " + (edges.length - 1) + " value bins, colour for the count", height);
+    " steps by " + (edges.length - 1) + " value bins, colour for the count", height,
+    view.label(entry.run), runColour(entry.run), entry.current ? "step " + entry.current.step : "");
   svg.classList.add("heatmap");
   svg.dataset.steps = steps.join(" ");
   const axis = valueAxis(svg, edges[0], edges[edges.length - 1], bottom);
@@ -72,9 +81,10 @@ export function drawHeatmap(tag, edges, entry, view) {
     context.putImageData(image, 0, 0);
     svgElement("image", { href: canvas.toDataURL(), x: PANEL.left, y: PANEL.top, width: PLOT_WIDTH,
       height: plot, preserveAspectRatio: "none", class: "cells" }, svg);
-    leftLabel(axis, PANEL.top + plot / rows.length / 2, String(steps[0]));
-    if (rows.length > 1) leftLabel(axis, bottom - plot / rows.length / 2, String(steps[steps.length - 1]));
-    const title = svgElement("text", { x: 4, y: 12 }, axis);
+    leftLabel(axis, PANEL.top + plot / rows.length / 2, stepText(steps[0]));
+    if (rows.length > 1) leftLabel(axis, bottom - plot / rows.length / 2, stepText(steps[steps.length - 1]));
+    const title = svgElement("text", { class: "axis-title", "text-anchor": "middle",
+      transform: "translate(12 " + (PANEL.top + plot / 2) + ") rotate(-90)" }, axis);
     title.textContent = "step";
     // The chosen step's row (the row at or before it, rows being thinned), only where the
     // chosen step falls inside the range shown.
@@ -129,7 +139,7 @@ function band(quantiles, steps, low, high, x, y) {
 // TensorBoard's distributions: the median and the bands holding all, 86% and 68% of the
 // values, over the steps of the chosen range.
 export function drawBands(tag, series, view) {
-  const height = 160;
+  const height = 200;
   const bottom = height - PANEL.bottom;
   const keep = series.steps.map((s, i) => i).filter((i) =>
     (view.from === null || series.steps[i] >= view.from) && (view.to === null || series.steps[i] <= view.to));
@@ -145,23 +155,26 @@ export function drawBands(tag, series, view) {
   const ticks = niceTicks(lo, hi, 3);
   const first = steps.length ? steps[0] : 0, last = steps.length ? steps[steps.length - 1] : 0;
   const range = first === last ? [first - 0.5, last + 0.5] : [first, last];
-  const svg = panel(series.run, tag + ", " + series.run + ", distribution over steps " + first + " to " + last, height);
+  const fill = runColour(series.run);
+  const svg = panel(series.run, tag + ", " + series.run + ", distribution over steps " + first + " to " + last, height,
+    view.label(series.run), fill, view.step === null ? "" : "step " + view.step);
   svg.dataset.steps = steps.join(" ");
   const plot = bottom - PANEL.top;
   const x = (s) => PANEL.left + ((s - range[0]) / (range[1] - range[0])) * PLOT_WIDTH;
   const y = (v) => bottom - (((v === null ? lo : v) - lo) / (hi - lo)) * plot;
-  const axis = valueAxis(svg, range[0], range[1], bottom, String, true);
+  const axis = valueAxis(svg, range[0], range[1], bottom, stepText, true);
   for (const t of ticks) if (t >= lo && t <= hi) leftLabel(axis, y(t), formatValue(t));
-  const title = svgElement("text", { x: 4, y: 12 }, axis);
-  title.textContent = "value by step";
-  const fill = runColour(series.run);
+  const title = svgElement("text", { class: "axis-title", "text-anchor": "middle",
+    transform: "translate(12 " + (PANEL.top + plot / 2) + ") rotate(-90)" }, axis);
+  title.textContent = "value";
   [[0, 8, 0.18], [1, 7, 0.28], [2, 6, 0.4]].forEach(([low, high, opacity]) => {
-    svgElement("path", { d: band(quantiles, steps, low, high, x, y), class: "band", fill,
+    const area = svgElement("path", { d: band(quantiles, steps, low, high, x, y), class: "band",
       "fill-opacity": opacity, "data-bps": BP_NAMES[low] + " to " + BP_NAMES[high] }, svg);
+    area.style.fill = fill;
   });
   let median = "";
   steps.forEach((step, i) => { median += (i ? "L" : "M") + x(step).toFixed(1) + "," + y(quantiles[i][4]).toFixed(1); });
-  svgElement("path", { d: median, class: "median", stroke: fill }, svg);
+  svgElement("path", { d: median, class: "median" }, svg).style.stroke = fill;
   // The chosen step is marked where it falls inside the range shown.
   if (view.step !== null && view.step >= range[0] && view.step <= range[1]) {
     const at = x(view.step);

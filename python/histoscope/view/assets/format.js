@@ -38,18 +38,6 @@ export function svgElement(name, attributes, parent) {
   return element;
 }
 
-const hues = new Map();
-
-// A run's hue, fixed by the order runs are first seen (golden-angle steps around the wheel).
-export function runHue(run) {
-  if (!hues.has(run)) hues.set(run, Math.round((hues.size * 137.508 + 210) % 360));
-  return hues.get(run);
-}
-
-export function runColour(run, lightness) {
-  return "hsl(" + runHue(run) + " 75% " + (lightness || "var(--run-lightness)") + ")";
-}
-
 // Viridis, a colour-blind-safe scale that stays ordered in greyscale; 0 dark blue to 1 yellow.
 const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 73, 137], [49, 104, 142], [38, 130, 142],
   [31, 158, 137], [53, 183, 121], [110, 206, 88], [181, 222, 43], [253, 231, 37]];

@@ -1,6 +1,8 @@
 // histoscope: the keys of a card. Figures (ridgeline, overlay, heatmap): Left and Right walk
-// the shared bins of the chosen step, Up and Down the steps. Over steps: Left and Right walk
-// the steps, Up and Down the percentiles. N and P change run; T, S, B, R and H as on every page.
+// the shared bins of the chosen step, Up and Down the steps as they run down the figure
+// (Down to a later one). Over steps: Left and Right walk the steps, Up and Down the
+// percentiles. N and P change run; T, S, B, R and H as on every page. Runs are spoken by
+// the part of their name that tells them apart.
 
 import * as a11y from "./a11y.js";
 import { formatValue, svgElement } from "./format.js";
@@ -29,13 +31,14 @@ export function makeKeys(app) {
   function describeBin(card) {
     const run = currentRun(card);
     const entry = run && entryOf(card, run);
-    if (!entry || !entry.current) return run ? run + ": no histogram at step " + state.step : "No runs shown";
+    const name = run && app.runSpoken(run);
+    if (!entry || !entry.current) return run ? name + ": no histogram at step " + state.step : "No runs shown";
     const counts = entry.current.counts;
     const edges = card.data.edges;
     card.bin = Math.min(card.bin, counts.length - 1);
     const total = counts.reduce((sum, c) => sum + c, 0);
     const count = counts[card.bin];
-    return run + ", step " + entry.current.step + ", " + formatValue(edges[card.bin]) + " to " +
+    return name + ", step " + entry.current.step + ", " + formatValue(edges[card.bin]) + " to " +
       formatValue(edges[card.bin + 1]) + ", count " + a11y.numberFormat.format(count) + ", " +
       a11y.percent(count, total) + " of the step";
   }
@@ -43,11 +46,12 @@ export function makeKeys(app) {
   function describeQuantile(card) {
     const run = currentRun(card);
     const series = run && card.series.get(run);
-    if (!series) return run ? run + ": no steps yet" : "No runs shown";
+    const name = run && app.runSpoken(run);
+    if (!series) return run ? name + ": no steps yet" : "No runs shown";
     const position = positionAt(series.steps, state.step);
-    if (position < 0) return run + ": no steps before step " + state.step;
+    if (position < 0) return name + ": no steps before step " + state.step;
     const row = series.quantiles[position];
-    return run + ", step " + series.steps[position] + ", " + BP_NAMES[card.bp] + " " + formatValue(row[card.bp]) +
+    return name + ", step " + series.steps[position] + ", " + BP_NAMES[card.bp] + " " + formatValue(row[card.bp]) +
       "; 68% from " + formatValue(row[2]) + " to " + formatValue(row[6]) +
       ", 86% from " + formatValue(row[1]) + " to " + formatValue(row[7]) +
       ", all from " + formatValue(row[0]) + " to " + formatValue(row[8]);
@@ -98,7 +102,7 @@ export function makeKeys(app) {
     const entry = run && entryOf(card, run);
     if (!entry || !entry.current) return;
     a11y.drawBraille(box.querySelector(".braille"), entry.current.counts, card.bin);
-    box.querySelector(".braille-label").textContent = "Braille, " + run + ", step " + entry.current.step + ":";
+    box.querySelector(".braille-label").textContent = "Braille, " + app.runSpoken(run) + ", step " + entry.current.step + ":";
   }
 
   function show(card) {
@@ -155,9 +159,9 @@ export function makeKeys(app) {
 
   const FIGURE_KEYS = {
     ArrowLeft: (card) => binBy(card, -1), ArrowRight: (card) => binBy(card, 1),
-    ArrowUp: (card) => stepBy(card, 1), ArrowDown: (card) => stepBy(card, -1),
+    ArrowUp: (card) => stepBy(card, -1), ArrowDown: (card) => stepBy(card, 1),
     Home: (card) => binBy(card, 0, "first"), End: (card) => binBy(card, 0, "last"),
-    PageUp: (card) => stepBy(card, 0, "last"), PageDown: (card) => stepBy(card, 0, "first"),
+    PageUp: (card) => stepBy(card, 0, "first"), PageDown: (card) => stepBy(card, 0, "last"),
   };
   const STEP_KEYS = {
     ArrowLeft: (card) => stepBy(card, -1), ArrowRight: (card) => stepBy(card, 1),

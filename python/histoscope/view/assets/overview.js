@@ -1,12 +1,13 @@
 // histoscope: the overview, one grid per section of keys (rows) by steps (columns), each cell
-// coloured by a statistic; arrows walk it and say each cell, Enter opens the key's card at
-// that step, S plays the row as sound. A canvas per section keeps a 300-layer model to a
-// handful of page elements.
+// coloured by a statistic (grid.js draws them). Arrows walk a grid and say each cell, Enter
+// opens the key's card at that step or opens and closes a group of keys, S plays the row
+// as sound. A canvas per section keeps a 300-layer model to a handful of page elements.
 
 import * as a11y from "./a11y.js";
-import { formatValue, viridis, rgb, svgElement } from "./format.js";
-import { keyMatcher } from "./sections.js";
+import { formatValue } from "./format.js";
+import { groupRows, keyMatcher, naturalOrder, rowLabel } from "./names.js";
 import { notable } from "./state.js";
+import { ROW_PX, cellAt, drawBlock, levels, placeCursor, visibleRows } from "./grid.js";
 
 // What the overview can colour its cells by (answers.OVERVIEW_STATS in view/answers.py), as the page says them.
 export const OVERVIEW_STATS = {
@@ -14,104 +15,72 @@ export const OVERVIEW_STATS = {
   nonfinite: "nonfinite count", mean: "mean",
 };
 
-// Colour levels (0 to 1) of a section's values: on a log scale when they span more than two
-// orders of magnitude, as spreads and gradients of a deep network do.
-function levels(values) {
-  const finite = values.filter((v) => v !== null && Number.isFinite(v));
-  const positive = finite.filter((v) => v > 0);
-  let lo = Math.min(...finite), hi = Math.max(...finite);
-  const log = positive.length === finite.length && positive.length > 0 && hi / lo > 100;
-  if (log) { lo = Math.log10(lo); hi = Math.log10(hi); }
-  const level = (v) => {
-    if (v === null || !Number.isFinite(v)) return null;
-    const x = log ? Math.log10(v) : v;
-    return hi > lo ? (x - lo) / (hi - lo) : 0.5;
-  };
-  return { level, log, lo: finite.length ? Math.min(...finite) : null, hi: finite.length ? Math.max(...finite) : null };
-}
+// A section of more rows than this groups them (see names.js groupRows).
+export const GROUP_AT = 60;
 
 export function makeOverview(app) {
   const { state, $ } = app;
   const container = $("overview");
+  const live = document.createElement("p");
+  live.id = "overview-live";
+  live.className = "announcement";
+  live.setAttribute("role", "status");
+  live.setAttribute("aria-live", "polite");
+  container.after(live);
+  const speak = a11y.speaker(live);
   const grids = [];
+  const opened = new Map(); // the open groups of each section, by section name
   let answer = null;
   let loadedKey = "";
+  let chosenByUser = false;
 
-  function findingsOf(tag, run) {
-    return state.findings.filter((f) => f.key === tag && f.run === run && notable(state, f));
-  }
-
-  function drawGrid(grid) {
-    const { canvas, tags, scale } = grid;
-    const steps = answer.steps;
-    const cell = Math.max(3, Math.min(14, Math.floor(360 / Math.max(1, steps.length))));
-    const row = Math.max(1, Math.min(14, Math.floor(360 / Math.max(1, tags.length))));
-    const gutter = 10;
-    canvas.width = gutter + cell * steps.length;
-    canvas.height = row * tags.length;
-    grid.cell = cell; grid.row = row; grid.gutter = gutter;
-    const context = canvas.getContext("2d");
-    context.clearRect(0, 0, canvas.width, canvas.height);
-    tags.forEach((tag, r) => {
-      const values = answer.rows[tag] || [];
-      values.forEach((v, c) => {
-        const level = scale.level(v);
-        context.fillStyle = level === null ? "#808080" : rgb(viridis(level));
-        context.fillRect(gutter + c * cell, r * row, cell, row);
-      });
-      // A key with findings gets a dark notch in the gutter: a shape, not only a colour.
-      if (findingsOf(tag, answer.run).length) {
-        context.fillStyle = "#b3261e";
-        context.beginPath();
-        context.moveTo(0, r * row);
-        context.lineTo(gutter - 2, r * row + row / 2);
-        context.lineTo(0, r * row + row);
-        context.fill();
-      }
-    });
-    if (grid.focused) {
-      context.strokeStyle = "#ffffff";
-      context.lineWidth = 2;
-      context.strokeRect(gutter + grid.col * cell + 1, grid.row_ * row + 1, cell - 2, Math.max(2, row - 2));
-      context.strokeStyle = "#000000";
-      context.lineWidth = 1;
-      context.strokeRect(gutter + grid.col * cell, grid.row_ * row, cell, row);
-    }
-    grid.node.dataset.row = String(grid.row_);
-    grid.node.dataset.col = String(grid.col);
-  }
-
-  function describe(grid) {
-    const tag = grid.tags[grid.row_];
-    const step = answer.steps[grid.col];
-    const value = (answer.rows[tag] || [])[grid.col];
-    const found = findingsOf(tag, answer.run);
-    return tag + ", step " + step + ", " + OVERVIEW_STATS[answer.stat] + " " + formatValue(value) +
-      (found.length ? "; finding: " + found.map((f) => f.kind + " (" + f.severity + ")").join(", ") : "") +
-      "; key " + (grid.row_ + 1) + " of " + grid.tags.length;
+  function findingsOf(tag) {
+    const found = state.findings.filter((f) => f.key === tag && f.run === answer.run && notable(state, f));
+    return found.sort((a, b) => state.severities.indexOf(b.severity) - state.severities.indexOf(a.severity));
   }
 
   function say(grid, message) {
     grid.last = message;
-    if (state.text) grid.speak(message);
+    if (state.text) speak(message);
+  }
+
+  function describe(grid) {
+    const row = grid.rows[grid.row];
+    const step = answer.steps[grid.col];
+    const value = row.values[grid.col];
+    const place = "; row " + (grid.row + 1) + " of " + grid.rows.length;
+    const stat = OVERVIEW_STATS[answer.stat];
+    if (row.kind === "group") {
+      const holder = row.worst[grid.col];
+      return "Group " + row.label + ", " + row.keys.length + " keys, " + (row.open ? "open" : "closed") +
+        ", step " + step + ", " + (answer.stat === "mean" ? "largest absolute mean " : "largest " + stat + " ") +
+        formatValue(value) + (holder ? " in " + holder : "") +
+        (row.findings.length ? "; " + row.findings.length + " findings" : "") + place;
+    }
+    return row.tag + ", step " + step + ", " + stat + " " + formatValue(value) +
+      (row.findings.length ? "; finding: " + row.findings.map((f) => f.kind + " (" + f.severity + ")").join(", ") : "") + place;
+  }
+
+  function show(grid) {
+    placeCursor(grid, grid.row, grid.col, answer.steps.length, grid.focused);
   }
 
   function move(grid, rowDelta, colDelta, absolute) {
-    let row = grid.row_ + rowDelta, col = grid.col + colDelta;
+    let row = grid.row + rowDelta, col = grid.col + colDelta;
     if (absolute === "first-step") col = 0;
     if (absolute === "last-step") col = answer.steps.length - 1;
-    if (absolute === "first-key") row = 0;
-    if (absolute === "last-key") row = grid.tags.length - 1;
-    if (row < 0 || row >= grid.tags.length || col < 0 || col >= answer.steps.length) {
-      say(grid, row < 0 ? "First key" : row >= grid.tags.length ? "Last key" : col < 0 ? "First step" : "Last step");
+    if (absolute === "first-row") row = 0;
+    if (absolute === "last-row") row = grid.rows.length - 1;
+    if (row < 0 || row >= grid.rows.length || col < 0 || col >= answer.steps.length) {
+      say(grid, row < 0 ? "First row" : row >= grid.rows.length ? "Last row" : col < 0 ? "First step" : "Last step");
       if (state.sound) a11y.playEdge();
       return;
     }
-    grid.row_ = row; grid.col = col;
-    drawGrid(grid);
+    grid.row = row; grid.col = col;
+    show(grid);
     say(grid, describe(grid));
     if (state.sound) {
-      const level = grid.scale.level((answer.rows[grid.tags[row]] || [])[col]);
+      const level = grid.scale.level(grid.rows[row].values[col]);
       a11y.playLevel(level === null ? 0 : level, col, answer.steps.length);
     }
   }
@@ -119,12 +88,30 @@ export function makeOverview(app) {
   // The row as a run of tones, one per step, left to right.
   function playRow(grid) {
     a11y.startSound();
-    const values = answer.rows[grid.tags[grid.row_]] || [];
-    values.forEach((v, c) => setTimeout(() => {
+    const row = grid.rows[grid.row];
+    row.values.forEach((v, c) => setTimeout(() => {
       const level = grid.scale.level(v);
-      a11y.playLevel(level === null ? 0 : level, c, values.length);
+      a11y.playLevel(level === null ? 0 : level, c, row.values.length);
     }, c * 120));
-    say(grid, "Playing " + grid.tags[grid.row_] + ", " + values.length + " steps");
+    say(grid, "Playing " + (row.kind === "group" ? "group " + row.label : row.tag) + ", " + row.values.length + " steps");
+  }
+
+  // Enter on a key: its card at the step; on a group: open or close it, the cursor staying on it.
+  function enter(grid) {
+    const row = grid.rows[grid.row];
+    if (row.kind === "key") return app.openCard(row.tag, answer.steps[grid.col]);
+    const open = opened.get(grid.section.name) || new Set();
+    if (open.has(row.id)) open.delete(row.id);
+    else open.add(row.id);
+    opened.set(grid.section.name, open);
+    drawOverview();
+    const again = grids.find((g) => g.section.name === grid.section.name);
+    if (!again) return;
+    again.row = again.rows.findIndex((r) => r.id === row.id);
+    again.col = grid.col;
+    again.node.focus();
+    say(again, (open.has(row.id) ? "Opened " : "Closed ") + "group " + row.label + ", " + row.keys.length + " keys; " +
+      again.rows.length + " rows");
   }
 
   function act(grid, key) {
@@ -132,97 +119,96 @@ export function makeOverview(app) {
       ArrowUp: () => move(grid, -1, 0), ArrowDown: () => move(grid, 1, 0),
       ArrowLeft: () => move(grid, 0, -1), ArrowRight: () => move(grid, 0, 1),
       Home: () => move(grid, 0, 0, "first-step"), End: () => move(grid, 0, 0, "last-step"),
-      PageUp: () => move(grid, 0, 0, "first-key"), PageDown: () => move(grid, 0, 0, "last-key"),
-      Enter: () => app.openCard(grid.tags[grid.row_], answer.steps[grid.col]),
-      " ": () => app.openCard(grid.tags[grid.row_], answer.steps[grid.col]),
+      PageUp: () => move(grid, 0, 0, "first-row"), PageDown: () => move(grid, 0, 0, "last-row"),
+      Enter: () => enter(grid), " ": () => enter(grid),
     };
     const mode = a11y.modeKey(key);
     if (key in moves) moves[key]();
     else if (mode === "sound") playRow(grid);
-    else if (mode === "text" || mode === "braille") a11y.toggle(state, mode, grid.speak, {});
+    else if (mode === "text" || mode === "braille") a11y.toggle(state, mode, speak, {});
     else return false;
     return true;
   }
 
-  function legendOf(scale, stat) {
-    const box = document.createElement("div");
-    box.className = "overview-legend";
-    const svg = svgElement("svg", { viewBox: "0 0 150 26", "aria-hidden": "true" }, box);
-    for (let i = 0; i < 10; i++) svgElement("rect", { x: i * 14, y: 2, width: 14.5, height: 10, fill: rgb(viridis(i / 9)) }, svg);
-    const low = svgElement("text", { x: 0, y: 24 }, svg);
-    low.textContent = formatValue(scale.lo);
-    const high = svgElement("text", { x: 140, y: 24, "text-anchor": "end" }, svg);
-    high.textContent = formatValue(scale.hi);
-    const name = document.createElement("span");
-    name.textContent = OVERVIEW_STATS[stat] + (scale.log ? " (log scale)" : "") + "; grey: not logged";
-    box.appendChild(name);
-    return box;
+  function wire(grid) {
+    const { node, canvas } = grid;
+    node.setAttribute("aria-label", grid.section.name + " overview of run " + answer.run + ": " + grid.rows.length +
+      " rows by " + answer.steps.length + " steps, coloured by " + OVERVIEW_STATS[answer.stat] +
+      ". Arrows move, Enter opens a card or a group, S plays the row.");
+    node.addEventListener("focus", () => { grid.focused = true; show(grid); say(grid, describe(grid)); });
+    node.addEventListener("blur", () => { grid.focused = false; show(grid); });
+    node.addEventListener("keydown", (event) => {
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      if (act(grid, event.key)) event.preventDefault();
+    });
+    const pick = (event, x, y) => {
+      const cell = cellAt(grid, x, y, answer.steps.length);
+      grid.row = cell.row;
+      grid.col = cell.col;
+      node.focus();
+      enter(grid);
+    };
+    canvas.addEventListener("click", (event) => {
+      const box = canvas.getBoundingClientRect();
+      pick(event, event.clientX - box.left, event.clientY - box.top);
+    });
+    grid.labels.addEventListener("click", (event) => {
+      const label = event.target.closest(".overview-label");
+      if (!label) return;
+      grid.col = answer.steps.length - 1;
+      pick(event, 0, [...grid.labels.children].indexOf(label) * ROW_PX + 1);
+    });
   }
 
   // One grid per section with its shown keys, in the order of the page.
   function render(sections) {
     // A grid being walked keeps its place (and the focus) when new steps redraw the overview.
     const walked = grids.find((g) => g.node.contains(document.activeElement));
-    const keep = walked && { section: walked.node.dataset.section, tag: walked.tags[walked.row_], step: answer && answer.steps[walked.col] };
+    const keep = walked && { section: walked.section.name, row: rowKey(walked.rows[walked.row]),
+      step: answer && answer.steps[walked.col] };
     grids.length = 0;
-    if (!answer) return;
+    if (!answer) return container.replaceChildren();
     const blocks = sections.filter((s) => s.tags.length).map((section) => {
-      const block = document.createElement("div");
-      block.className = "overview-block";
-      const heading = document.createElement("h3");
-      heading.textContent = section.name + ": " + section.tags.length + (section.tags.length === 1 ? " key" : " keys") + " by " + answer.steps.length + " steps";
-      const values = section.tags.flatMap((tag) => answer.rows[tag] || []);
-      const scale = levels(values);
-      const node = document.createElement("div");
-      node.className = "overview-grid";
-      node.tabIndex = 0;
-      node.setAttribute("role", "application");
-      node.setAttribute("aria-roledescription", "overview grid");
-      node.setAttribute("aria-label", section.name + " overview of run " + answer.run + ": " + section.tags.length +
-        " keys by " + answer.steps.length + " steps, coloured by " + OVERVIEW_STATS[answer.stat] +
-        ". Arrows move, Enter opens the card at that step, S plays the row.");
-      node.dataset.section = section.name;
-      const canvas = document.createElement("canvas");
-      canvas.setAttribute("aria-hidden", "true");
-      node.appendChild(canvas);
-      const live = document.createElement("p");
-      live.className = "announcement";
-      live.setAttribute("role", "status");
-      live.setAttribute("aria-live", "polite");
-      const grid = { node, canvas, tags: section.tags, scale, row_: 0, col: Math.max(0, answer.steps.length - 1),
-        focused: false, speak: a11y.speaker(live), last: "" };
-      node.addEventListener("focus", () => { grid.focused = true; drawGrid(grid); say(grid, describe(grid)); });
-      node.addEventListener("blur", () => { grid.focused = false; drawGrid(grid); });
-      node.addEventListener("keydown", (event) => {
-        if (event.ctrlKey || event.metaKey || event.altKey) return;
-        if (act(grid, event.key)) event.preventDefault();
-      });
-      canvas.addEventListener("click", (event) => {
-        const box = canvas.getBoundingClientRect();
-        const x = ((event.clientX - box.left) / box.width) * canvas.width;
-        const y = ((event.clientY - box.top) / box.height) * canvas.height;
-        grid.col = Math.min(answer.steps.length - 1, Math.max(0, Math.floor((x - grid.gutter) / grid.cell)));
-        grid.row_ = Math.min(grid.tags.length - 1, Math.max(0, Math.floor(y / grid.row)));
-        app.openCard(grid.tags[grid.row_], answer.steps[grid.col]);
-      });
-      drawGrid(grid);
+      const items = section.tags.map((tag) => ({ tag, label: rowLabel(tag, section.name) }))
+        .sort((a, b) => naturalOrder(a.label, b.label));
+      const tree = groupRows(items, GROUP_AT);
+      const rows = visibleRows(tree, opened.get(section.name) || new Set(), answer, findingsOf);
+      const scale = levels(section.tags.flatMap((tag) => answer.rows[tag] || []));
+      const grid = drawBlock(section, answer, rows, scale);
+      Object.assign(grid, { row: 0, col: Math.max(0, answer.steps.length - 1), focused: false, last: "" });
+      wire(grid);
       grids.push(grid);
-      block.append(heading, legendOf(scale, answer.stat), node, live);
-      return block;
+      return grid.block;
     });
     container.replaceChildren(...blocks);
-    const again = keep && grids.find((g) => g.node.dataset.section === keep.section);
+    const again = keep && grids.find((g) => g.section.name === keep.section);
     if (again) {
-      again.row_ = Math.max(0, again.tags.indexOf(keep.tag));
+      again.row = Math.max(0, again.rows.findIndex((r) => rowKey(r) === keep.row));
       const col = answer.steps.indexOf(keep.step);
       again.col = col >= 0 ? col : again.col;
       again.node.focus();
     }
   }
 
+  function rowKey(row) {
+    return row ? (row.kind === "group" ? row.id : row.tag) : "";
+  }
+
+  // The run the overview opens on: the shown run with the most keys, unless one was chosen.
+  function pickRun() {
+    const select = $("overview-run");
+    if (chosenByUser && app.shownRuns().includes(select.value)) return;
+    const counts = new Map();
+    for (const runs of state.tagRuns.values()) for (const run of runs) counts.set(run, (counts.get(run) || 0) + 1);
+    let best = null;
+    for (const run of app.shownRuns()) if (best === null || (counts.get(run) || 0) > (counts.get(best) || 0)) best = run;
+    if (best !== null) select.value = best;
+  }
+
   // The chosen run's overview, asked for again when the run, the statistic or the run's
   // data changed (or when `force`d), then drawn.
   async function loadOverview(force) {
+    pickRun();
     const run = $("overview-run").value || app.shownRuns()[0];
     const stat = $("overview-stat").value;
     const key = run + "|" + stat + "|" + JSON.stringify(state.versions[run]);
@@ -238,7 +224,7 @@ export function makeOverview(app) {
     render(state.sections.map((s) => ({ name: s.name, tags: s.shown.filter(matches) })));
   }
 
-  $("overview-run").addEventListener("change", () => loadOverview(true));
+  $("overview-run").addEventListener("change", () => { chosenByUser = true; loadOverview(true); });
   $("overview-stat").addEventListener("change", () => loadOverview(true));
   $("overview-stat").replaceChildren(...Object.entries(OVERVIEW_STATS).map(([value, name]) => new Option(name, value)));
 

@@ -78,8 +78,9 @@ export function embeddedSource(data, statNames) {
         tag, edges: card.edges,
         runs: runs.filter((run) => card.runs[run]).map((run) => {
           const entry = card.runs[run];
-          const keep = entry.steps.map((s, i) => i).filter((i) =>
+          const inRange = entry.steps.map((s, i) => i).filter((i) =>
             (options.from === null || entry.steps[i] >= options.from) && (options.to === null || entry.steps[i] <= options.to));
+          const keep = options.steps ? thin(inRange.length, options.steps).map((k) => inRange[k]) : inRange;
           const current = options.step === null ? entry.steps.length - 1 : positionAt(entry.steps, options.step);
           return {
             run, steps: keep.map((i) => entry.steps[i]), counts: keep.map((i) => entry.counts[i]),

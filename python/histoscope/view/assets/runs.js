@@ -1,31 +1,100 @@
-// histoscope: the list of runs, each shown or hidden by its box, and the runs a card draws.
+// histoscope: the list of runs, each shown or hidden by its box and filtered as one types
+// (a regular expression, as in TensorBoard, or plain text); the runs a card draws; their
+// colours, names as shown and spoken, and their legend.
 
-import { runColour } from "./format.js";
+import { PALETTE_SIZE, assignRunColours, runColour } from "./colours.js";
+import { keyMatcher, runLabels } from "./names.js";
 
 export function makeRuns(app) {
   const { state, $ } = app;
 
+  function matchingRuns() {
+    const matches = keyMatcher(state.runFilter);
+    return state.runs.filter(matches);
+  }
+
+  // Every run's name as shown, shortened to what tells it from the others.
+  function nameRuns() {
+    state.runNames = runLabels(state.runs);
+  }
+
+  function label(run) {
+    return (state.runNames.get(run) || { short: run }).short;
+  }
+
+  function spoken(run) {
+    return (state.runNames.get(run) || { spoken: run }).spoken;
+  }
+
+  // A run's name as shown; where shortened, with its full name on hover and for screen
+  // readers in its place.
+  function nameElement(run) {
+    const name = document.createElement("span");
+    name.className = "run-name";
+    name.title = run;
+    if (label(run) === run) {
+      name.textContent = run;
+      return name;
+    }
+    const short = document.createElement("span");
+    short.setAttribute("aria-hidden", "true");
+    short.textContent = label(run);
+    const full = document.createElement("span");
+    full.className = "visually-hidden";
+    full.textContent = run;
+    name.append(short, full);
+    return name;
+  }
+
+  function swatch(run) {
+    const mark = document.createElement("span");
+    mark.className = "swatch";
+    mark.setAttribute("aria-hidden", "true");
+    if (state.shown.has(run) && shownRuns().includes(run)) mark.style.background = runColour(run);
+    else mark.classList.add("unshown");
+    return mark;
+  }
+
   function drawRuns() {
-    $("runs").replaceChildren(...state.runs.map((run) => {
+    nameRuns();
+    assignRunColours(shownRuns());
+    const listed = matchingRuns();
+    $("runs").replaceChildren(...listed.map((run) => {
       const item = document.createElement("li");
-      const label = document.createElement("label");
       const box = document.createElement("input");
       box.type = "checkbox";
       box.checked = state.shown.has(run);
       box.dataset.run = run;
       box.addEventListener("change", () => setShown([run], box.checked));
-      const swatch = document.createElement("span");
-      swatch.className = "swatch";
-      swatch.style.background = runColour(run);
-      swatch.setAttribute("aria-hidden", "true");
-      label.append(box, swatch, run);
-      item.appendChild(label);
+      const text = document.createElement("label");
+      text.append(box, swatch(run), nameElement(run));
+      item.appendChild(text);
       return item;
     }));
+    const shown = shownRuns().length;
+    $("runs-note").textContent = (state.runFilter ? listed.length + " of " + state.runs.length + " runs match; " : "") +
+      shown + " shown" + (shown > PALETTE_SIZE ? "; colours repeat past " + PALETTE_SIZE : "");
+    drawLegend();
     const select = $("overview-run");
     const chosen = select.value;
-    select.replaceChildren(...shownRuns().map((run) => new Option(run, run)));
+    select.replaceChildren(...shownRuns().map((run) => {
+      const option = new Option(label(run), run);
+      option.title = run;
+      return option;
+    }));
     if (shownRuns().includes(chosen)) select.value = chosen;
+  }
+
+  // The shown runs' colours and names, above the cards, when there is more than one.
+  function drawLegend() {
+    const runs = shownRuns();
+    const legend = $("run-legend");
+    legend.hidden = runs.length < 2;
+    legend.replaceChildren(...runs.map((run) => {
+      const item = document.createElement("li");
+      item.append(swatch(run), nameElement(run));
+      return item;
+    }));
   }
 
   function setShown(runs, shown) {
@@ -39,8 +108,10 @@ export function makeRuns(app) {
     app.refresh(true);
   }
 
+  // The runs drawn: those ticked that the run filter lets through, in the list's order.
   function shownRuns() {
-    return state.runs.filter((run) => state.shown.has(run));
+    const matches = keyMatcher(state.runFilter);
+    return state.runs.filter((run) => state.shown.has(run) && matches(run));
   }
 
   function cardRuns(card) {
@@ -48,8 +119,21 @@ export function makeRuns(app) {
     return shownRuns().filter((run) => has.includes(run));
   }
 
-  $("show-all").addEventListener("click", () => setShown(state.runs, true));
-  $("hide-all").addEventListener("click", () => setShown(state.runs, false));
+  $("show-all").addEventListener("click", () => setShown(matchingRuns(), true));
+  $("hide-all").addEventListener("click", () => setShown(matchingRuns(), false));
+  $("run-filter").value = state.runFilter;
+  // The list follows each key typed; the cards, once typing pauses.
+  let typing = 0;
+  $("run-filter").addEventListener("input", () => {
+    state.runFilter = $("run-filter").value;
+    drawRuns();
+    app.remember();
+    clearTimeout(typing);
+    typing = setTimeout(() => {
+      for (const card of state.cards.values()) card.stale = true;
+      app.refresh(true);
+    }, 250);
+  });
 
-  return { drawRuns, shownRuns, cardRuns };
+  return { drawRuns, shownRuns, cardRuns, runLabel: label, runSpoken: spoken, runNameElement: nameElement, runSwatch: swatch };
 }

@@ -2,6 +2,8 @@
 // which cards are near enough to the viewport to be drawn, so that a model with a thousand
 // keys keeps a small page.
 
+import { keyMatcher, naturalOrder, pathSection, sharedDepth } from "./names.js";
+
 const NEAR_PX = 600; // cards this close to the viewport are drawn, farther ones released
 
 // A glob (`*` any run of characters, `?` one) as an anchored regular expression.
@@ -11,9 +13,10 @@ export function globToRegExp(glob) {
 }
 
 // Where a key goes: the section `define_metric` declared (the last matching declaration
-// wins), else the prefix before its first "/"; and whether it was declared hidden.
-export function placeKey(tag, layout) {
-  let section = tag.includes("/") ? tag.slice(0, tag.indexOf("/")) : "(top level)";
+// wins), else its path's (see names.js pathSection, `depth` the modules every dotted key
+// shares); and whether it was declared hidden.
+export function placeKey(tag, layout, depth = 0) {
+  let section = pathSection(tag, depth);
   let hidden = false;
   for (const declared of layout) {
     if (!declared.regexp) declared.regexp = globToRegExp(declared.pattern);
@@ -23,20 +26,6 @@ export function placeKey(tag, layout) {
   }
   return { section, hidden };
 }
-
-// The filter as typed: a regular expression when it is one, else a plain substring; case
-// is ignored either way.
-export function keyMatcher(text) {
-  if (!text) return () => true;
-  try {
-    const pattern = new RegExp(text, "i");
-    return (tag) => pattern.test(tag);
-  } catch (error) {
-    const lower = text.toLowerCase();
-    return (tag) => tag.toLowerCase().includes(lower);
-  }
-}
-
 
 export function makeSections(app) {
   const { state, $ } = app;
@@ -72,13 +61,14 @@ export function makeSections(app) {
   // Which section and visibility each key has; rebuilt when keys or declarations change.
   function placeCards() {
     const bySection = new Map();
+    const depth = sharedDepth(state.tags);
     for (const tag of state.tags) {
-      const place = placeKey(tag, state.layout);
+      const place = placeKey(tag, state.layout, depth);
       if (!bySection.has(place.section)) bySection.set(place.section, { name: place.section, shown: [], hidden: [] });
       bySection.get(place.section)[place.hidden ? "hidden" : "shown"].push(tag);
     }
     const open = new Map([...document.querySelectorAll("details.section")].map((d) => [d.dataset.section, d.open]));
-    state.sections = [...bySection.values()].sort((a, b) => a.name.localeCompare(b.name));
+    state.sections = [...bySection.values()].sort((a, b) => naturalOrder(a.name, b.name));
     $("sections").replaceChildren(...state.sections.map((section) => {
       const details = document.createElement("details");
       details.className = "section";

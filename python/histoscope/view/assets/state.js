@@ -19,7 +19,8 @@ export function newState(fromUrl, vocabulary) {
     cards: new Map(), sections: [],
     steps: [], step: fromUrl.step, following: fromUrl.step === null,
     view: VIEWS.includes(fromUrl.view) ? fromUrl.view : "ridgeline",
-    log: fromUrl.log, from: fromUrl.from, to: fromUrl.to, filter: fromUrl.filter,
+    log: fromUrl.log, bars: fromUrl.bars, from: fromUrl.from, to: fromUrl.to, filter: fromUrl.filter,
+    runFilter: fromUrl.runFilter, runNames: new Map(),
     findings: [], announced: new Set(),
     stats: vocabulary.stats, severities: vocabulary.severities,
     text: true, sound: false, braille: false,
@@ -39,10 +40,12 @@ export function readUrlState() {
     ? Number(params.get(name)) : null);
   return {
     filter: params.get("filter") || "",
+    runFilter: params.get("runfilter") || "",
     runs: params.has("runs") ? params.get("runs").split(",").filter(Boolean) : null,
     step: number("step"),
     view: params.get("view"),
     log: params.get("log") === "1",
+    bars: params.get("bars") === "1",
     from: number("from"),
     to: number("to"),
   };
@@ -51,10 +54,12 @@ export function readUrlState() {
 export function writeUrlState(state) {
   const params = new URLSearchParams();
   if (state.filter) params.set("filter", state.filter);
+  if (state.runFilter) params.set("runfilter", state.runFilter);
   params.set("runs", [...state.shown].join(","));
   if (state.step !== null && !state.following) params.set("step", String(state.step));
   params.set("view", state.view);
   if (state.log) params.set("log", "1");
+  if (state.bars) params.set("bars", "1");
   if (state.from !== null) params.set("from", String(state.from));
   if (state.to !== null) params.set("to", String(state.to));
   const hash = "#" + params.toString();

@@ -1,0 +1,279 @@
+"""The viewer's site over one log directory, whatever server carries it.
+
+`Site` answers a request given as its path (relative to where the site is
+mounted), its query string and its ``Host``: the page with the runs' listing in
+it, the assets from a fixed table, and the JSON answers of `answers`. A request
+names runs and tags, never paths: runs are looked up among those found under the
+log directory, assets in the table, so nothing a request says reaches the file
+system. Every answer, refusals included, carries the same Content-Security-Policy
+and ``nosniff``; a ``Host`` the site does not answer to is refused (400), so a web
+page the user visits cannot read the data through DNS rebinding.
+
+``histoscope view`` serves it with Starlette (`viewer`); TensorBoard's
+histoscope tab with TensorBoard's own WSGI server (`tensorboard_plugin`).
+"""
+
+from __future__ import annotations
+
+import html
+import ipaddress
+import os
+import socket
+import threading
+import time
+from typing import Any, Callable, NamedTuple
+
+from .. import _core
+from ..errors import RequestError, RequestNotFoundError
+from . import answers
+from .follow import SEGMENT_BYTES, LogdirIndex
+from .page import MODULES, asset_text, vocabulary_script
+from .refreshed import Findings, Layouts
+
+__all__ = ["Answer", "Site", "allowed_hosts", "content_security_policy"]
+
+ASSETS = {
+    "api.js": "text/javascript",
+    "viewer.js": "text/javascript",
+    "viewer.css": "text/css",
+    **{name: "text/javascript" for name in MODULES},
+}
+
+#: How many runs the page shows before the user picks (MAX_SHOWN in app.js): the site
+#: starts reading these as soon as it starts.
+FIRST_SHOWN = 10
+
+#: Runs of at most this many bytes are primed when the site starts: the core's run
+#: loader keeps eight segments decoded, so all of such a run stays cached.
+PRIMED_BYTES = 8 * SEGMENT_BYTES
+
+#: How long after the site starts it may prime: about the time a browser takes to load
+#: the page; later, priming would hold the run's loader while the page asks for its keys.
+PRIME_SECONDS = 0.5
+
+
+def content_security_policy(framed_by_self: bool = False) -> str:
+    """What every answer may load: its own scripts, styles and data, nothing else.
+
+    ``framed_by_self``: pages of the same origin may frame the site, as TensorBoard's page
+    frames its tabs; otherwise no page may.
+
+    Example:
+        >>> "frame-ancestors 'none'" in content_security_policy()
+        True
+        >>> "frame-ancestors 'self'" in content_security_policy(framed_by_self=True)
+        True
+    """
+    ancestors = "'self'" if framed_by_self else "'none'"
+    return (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors {ancestors}"
+    )
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """The ``Host`` names a request to a server bound to ``host`` may carry.
+
+    Loopback names always; the bound address itself; for a wildcard address
+    (``0.0.0.0``, ``::``) the machine's own names and addresses, which is how
+    other machines reach it.
+
+    Example:
+        >>> hosts = allowed_hosts("127.0.0.1")
+        >>> "localhost" in hosts, "127.0.0.1" in hosts, "evil.example" in hosts
+        (True, True, False)
+    """
+    names = {"localhost", "127.0.0.1", "::1", "[::1]", host, f"[{host}]" if ":" in host else host}
+    if host in ("0.0.0.0", "::", ""):
+        machine = socket.gethostname()
+        names |= {machine, socket.getfqdn()}
+        try:
+            names |= set(socket.gethostbyname_ex(machine)[2])
+        except OSError:  # a machine whose own name does not resolve: loopback still works
+            pass
+    return sorted(name for name in names if name)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only.
+
+    Example:
+        >>> is_loopback("localhost"), is_loopback("::1"), is_loopback("0.0.0.0")
+        (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Answer(NamedTuple):
+    """An answer as any server sends it: status, body, media type and every header."""
+
+    status: int
+    body: bytes
+    media_type: str
+    headers: list[tuple[str, str]]
+
+
+class Site:
+    """The page, assets and JSON answers over ``logdir``; its runs are listed, and the
+    first of them read, as it is made.
+
+    ``host`` is the address the server listens on (its ``Host`` rules, see
+    `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site.
+    """
+
+    def __init__(
+        self,
+        logdir: str,
+        *,
+        refresh_seconds: float = 1.0,
+        host: str = "127.0.0.1",
+        framed_by_self: bool = False,
+    ) -> None:
+        self.logdir = os.fspath(logdir)
+        self.index = LogdirIndex(self.logdir, refresh_seconds=refresh_seconds)
+        self.layouts = Layouts(self.logdir, refresh_seconds)
+        self.findings = Findings(self.logdir)
+        self.hosts = frozenset(allowed_hosts(host))
+        self.security = [
+            ("Content-Security-Policy", content_security_policy(framed_by_self)),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"),
+        ]
+        self._page = _page_halves(self.logdir)
+        self._api: dict[str, Callable[[answers.Query], Any]] = {
+            "runs": lambda query: answers.runs(self.index),
+            "tags": lambda query: answers.tags(self.index, self.layouts, query),
+            "series": lambda query: answers.series(self.index, query),
+            "buckets": lambda query: answers.buckets(self.index, query),
+            "card": lambda query: answers.card(self.index, query),
+            "overview": lambda query: answers.overview(self.index, query),
+            "findings": lambda query: self.findings.answer(),
+        }
+        _warm_up(self.index, self.layouts)
+
+    def allows(self, host_header: str) -> bool:
+        """Whether a request carrying ``host_header`` (``name`` or ``name:port``) is answered.
+
+        Example:
+            >>> site = Site("examples/logdir")
+            >>> site.allows("localhost:6006"), site.allows("[::1]:80"), site.allows("evil.example")
+            (True, True, False)
+        """
+        name = host_header.strip()
+        if name.startswith("["):
+            name = name[: name.find("]") + 1]
+        elif name.count(":") == 1:
+            name = name.split(":", 1)[0]
+        return name in self.hosts
+
+    def answer(self, path: str, query: str, host_header: str) -> Answer:
+        """The answer to a GET of ``path`` (without the site's mount point and leading
+        slash: ``""`` is the page) with ``query``, from a client that sent ``host_header``."""
+        if not self.allows(host_header):
+            return self._plain(400, "Invalid host header")
+        if path == "":
+            page = self.page().encode()
+            return self._respond(200, page, "text/html; charset=utf-8", no_store=True)
+        if path == "favicon.ico":
+            return Answer(204, b"", "text/plain", list(self.security))
+        folder, _, name = path.partition("/")
+        if folder == "assets" and name in ASSETS:
+            return self._respond(200, asset_text(name).encode(), ASSETS[name] + "; charset=utf-8")
+        if folder == "api" and name in self._api:
+            return self._json(self._api[name], answers.Query(query))
+        return self._plain(404, "not found")
+
+    def page(self) -> str:
+        """The page, with the runs' listing in it: the page asks for the keys of its first
+        runs at once, one round trip sooner than if it asked for the listing first."""
+        # As JSON that cannot end the script element, whatever a run is called.
+        text = answers.encode(answers.runs(self.index)).decode()
+        listed = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        before, after = self._page
+        return before + listed + after
+
+    def _json(self, handler: Callable[[answers.Query], Any], query: answers.Query) -> Answer:
+        """JSON, 404 for an unknown run and 400 for malformed parameters."""
+        try:
+            body = answers.encode(handler(query))
+        except RequestNotFoundError as error:
+            return self._respond(404, answers.encode({"error": str(error)}), "application/json")
+        except RequestError as error:
+            return self._respond(400, answers.encode({"error": str(error)}), "application/json")
+        return self._respond(200, body, "application/json", no_store=True)
+
+    def _respond(self, status: int, body: bytes, media_type: str, no_store: bool = False) -> Answer:
+        cache = [("Cache-Control", "no-store")] if no_store else []
+        return Answer(status, body, media_type, [*self.security, *cache])
+
+    def _plain(self, status: int, text: str) -> Answer:
+        return self._respond(status, text.encode(), "text/plain; charset=utf-8")
+
+
+def _page_halves(logdir: str) -> tuple[str, str]:
+    """The page before and after the runs' listing; every address in it is relative, so
+    it works wherever the site is mounted."""
+    page = (
+        asset_text("viewer.html")
+        .replace("{title}", html.escape(f"histoscope: {os.path.abspath(logdir)}"))
+        .replace(
+            "{styles}",
+            '<link rel="stylesheet" href="assets/viewer.css">\n'
+            # Every module asked for at once, not a level of imports per round trip.
+            + "".join(
+                f'<link rel="modulepreload" href="assets/{name}">\n'
+                for name in ("api.js", *MODULES)
+            ),
+        )
+        .replace(
+            "{scripts}",
+            '<script type="application/json" id="histoscope-runs">{runs}</script>\n'
+            + vocabulary_script()
+            + '<script type="module" src="assets/viewer.js"></script>',
+        )
+    )
+    before, after = page.rsplit("{runs}", 1)  # the last: a title may hold "{runs}" too
+    return before, after
+
+
+def _warm_up(index: LogdirIndex, layouts: Layouts) -> None:
+    """Lists the runs, and starts reading those the page shows at first, with their
+    declarations, so that reading overlaps the browser loading the page and its modules
+    instead of waiting for the page's first requests."""
+    first = index.runs()[:FIRST_SHOWN]
+    if first:
+        threading.Thread(
+            target=_warm_runs, args=(index, layouts, first), name="histoscope-warm", daemon=True
+        ).start()
+
+
+def _warm_runs(index: LogdirIndex, layouts: Layouts, names: list[str]) -> None:
+    """Reads the first segments of ``names`` side by side; then, of each run small enough
+    for the core to keep all its segments decoded, decodes those a card reads (the steps
+    of its first key a card thins to), so the page's first cards are answered from the
+    cache."""
+    deadline = time.monotonic() + PRIME_SECONDS
+    try:
+        declared = answers.READERS.submit(layouts.declared, names)
+        runs = [run for run in answers.READERS.map(index.run, names) if run is not None]
+        declared.result()
+        for run in runs:
+            while not run.caught_up and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not run.caught_up or sum(run.offsets.values()) > PRIMED_BYTES:
+                continue
+            series = run.series
+            if series:
+                tag = min(series)
+                view = series[tag].view
+                for position in _core.thin_indices(len(view.steps), answers.RIDGE_STEPS):
+                    if time.monotonic() > deadline:
+                        return
+                    index.buckets(run, tag, view, int(position))
+    except Exception:  # noqa: BLE001 - the page's request meets the same error and reports it
+        return
