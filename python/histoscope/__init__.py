@@ -38,7 +38,7 @@ from .read import (
     to_pandas,
 )
 from .view import render, save_html, show
-from .write import Histogram, Run, finish, init, log, watch
+from .write import Histogram, Run, finish, init, log, log_tree, watch
 
 __all__ = [
     "DamagedFileWarning",
@@ -53,6 +53,7 @@ __all__ = [
     "init",
     "load_histograms",
     "log",
+    "log_tree",
     "read_tensorboard_histograms",
     "render",
     "save_html",

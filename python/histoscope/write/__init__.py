@@ -3,7 +3,7 @@
 `Run` (from `init`) checks arguments and snapshots values on the caller's
 thread; a writer thread bins and writes them through the core. `watch`
 captures a PyTorch model's parameters, gradients and activations in one
-batched binning per step.
+batched binning per step; `log_tree` does the same for a JAX pytree.
 
 Example:
     >>> from histoscope.write import Histogram
@@ -14,6 +14,6 @@ Example:
 from __future__ import annotations
 
 from .histogram import Histogram
-from .run import Run, finish, init, log, watch
+from .run import Run, finish, init, log, log_tree, watch
 
-__all__ = ["Histogram", "Run", "finish", "init", "log", "watch"]
+__all__ = ["Histogram", "Run", "finish", "init", "log", "log_tree", "watch"]

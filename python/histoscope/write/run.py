@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _args
 from .histogram import Histogram, prepare_weights
 from .options import DEFAULT_BINS, WatchOptions
+from .tree import log_tree as _log_tree
 from .watch import Watch, unwrap
 from .writer import Backlog, Flush, ReadyHistogram, Scalar, Snapshot, Writer
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .options import WatchArguments
+    from .tree import TreeArguments
 
 __all__ = [
     "ON_FULL_CHOICES",
@@ -45,6 +47,7 @@ __all__ = [
     "finish",
     "init",
     "log",
+    "log_tree",
     "watch",
 ]
 
@@ -263,6 +266,20 @@ class Run:
             else:
                 self._writer.submit(Scalar(key, this_step, wall_time, value))
 
+    def log_tree(self, tree: Any, *, step: int, **options: Unpack[TreeArguments]) -> None:
+        """Logs every array leaf of a JAX pytree (Flax or Equinox parameters, gradients, an
+        Optax state) under ``<prefix>/<path>``, binned at once on its device: see
+        `histoscope.write.tree` (``prefix``: "parameters"; ``bins``, ``filter``: as `watch`'s).
+
+        Example:
+            >>> import tempfile, jax.numpy as jnp, histoscope as hs
+            >>> with hs.init("flax", dir=tempfile.mkdtemp()) as run:
+            ...     run.log_tree({"Dense_0": {"kernel": jnp.ones((3, 4))}}, step=0)
+            >>> sorted(hs.load_histograms(run.path))
+            ['parameters/Dense_0/kernel']
+        """
+        _log_tree(self, tree, step=step, **options)
+
     def define_metric(
         self, pattern: str, *, section: str | None = None, hidden: bool = False
     ) -> None:
@@ -397,6 +414,11 @@ def current_run() -> Run:
 def log(data: Mapping[str, Any], step: int | None = None) -> None:
     """Logs to the run `histoscope.init` started last (see `Run.log`)."""
     _open_run("log to").log(data, step=step)
+
+
+def log_tree(tree: Any, *, step: int, **options: Unpack[TreeArguments]) -> None:
+    """Logs a JAX pytree to the run `histoscope.init` started last (see `Run.log_tree`)."""
+    _open_run("log to").log_tree(tree, step=step, **options)
 
 
 def watch(model: torch.nn.Module, **options: Unpack[WatchArguments]) -> Watch:
