@@ -390,3 +390,19 @@ def test_the_batched_torch_kernels_split_large_batches(monkeypatch) -> None:
     tensors = [torch.randn(60), torch.randn(70), torch.randn(250), torch.zeros(3)]
     for ours, tensor in zip(bin_tensors_with_torch(tensors, 8), tensors):
         np.testing.assert_array_equal(ours.counts, hs.Histogram(tensor, bins=8).counts)
+
+
+def test_a_span_too_narrow_for_distinct_edges_gets_the_cores_range_on_the_device() -> None:
+    # The core widens such a span around its middle (numpy would refuse it); the device
+    # kernel's edges once stayed on it, equal or out of order.
+    tensors = [
+        torch.tensor([1.0, 1.0 + 2**-50, 1.0 + 2**-49], dtype=torch.float64),
+        torch.tensor([1e20, np.nextafter(1e20, np.inf)], dtype=torch.float64),
+        torch.full((3,), 1.7e308, dtype=torch.float64),
+        torch.tensor([-1.0, 2.0], dtype=torch.float64),
+    ]
+    for bins in (4, 64):
+        for tensor, ours in zip(tensors, bin_tensors_with_torch(tensors, bins)):
+            alone = hs.Histogram(tensor, bins=bins)
+            np.testing.assert_array_equal(ours.edges, alone.edges)
+            np.testing.assert_array_equal(ours.counts, alone.counts)
