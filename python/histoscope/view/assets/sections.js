@@ -39,7 +39,9 @@ export function makeSections(app) {
       else app.unmount(card);
     }
     observed();
-  }, { rootMargin: NEAR_PX + "px 0px" });
+  // The document as the root, not the implicit one: in a frame (TensorBoard's tab) the
+  // implicit root clips the cards to the frame's edges before the margin is added.
+  }, { root: document, rootMargin: NEAR_PX + "px 0px" });
 
   function placeholder(tag) {
     const node = document.createElement("article");
