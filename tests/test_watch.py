@@ -406,3 +406,28 @@ def test_a_span_too_narrow_for_distinct_edges_gets_the_cores_range_on_the_device
             alone = hs.Histogram(tensor, bins=bins)
             np.testing.assert_array_equal(ours.edges, alone.edges)
             np.testing.assert_array_equal(ours.counts, alone.counts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(TENSORS, min_size=1, max_size=5), st.integers(1, 70))
+def test_the_halves_sharded_capture_bins_with_agree_on_both_back_ends(tensors, bins) -> None:
+    from histoscope.write import batched, device
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # float16 overflow when casting
+        core = batched.local_moments(tensors)
+        kernel = device.moments_on_device(tensors)
+    np.testing.assert_array_equal(core[:, [0, 1, 2, 5]], kernel[:, [0, 1, 2, 5]])
+    for (count, low, high, mean, m2, _), theirs in zip(core, kernel):
+        # Sums in another order: equal up to rounding at the scale of the values.
+        scale = max(abs(low), abs(high)) if count else 0.0
+        assert theirs[3] == pytest.approx(mean, rel=1e-9, abs=1e-12 * scale, nan_ok=True)
+        assert theirs[4] == pytest.approx(m2, rel=1e-9, abs=1e-9 * count * scale**2)
+    edges = device.default_edges(core[:, 1], core[:, 2], bins)
+    usable = ~np.isnan(edges[:, 0])
+    picked = [t for t, ok in zip(tensors, usable) if ok]
+    counts = batched.local_counts(picked, edges[usable])
+    np.testing.assert_array_equal(counts, device.counts_on_device(picked, edges[usable]))
+    for tensor, row, counted in zip(picked, edges[usable], counts):
+        np.testing.assert_array_equal(counted, hs.Histogram(tensor, bins=bins).counts)
+        np.testing.assert_array_equal(row, hs.Histogram(tensor, bins=bins).edges)

@@ -42,6 +42,7 @@ __all__ = [
     "logdir_path",
     "names",
     "one_of",
+    "seconds",
     "text_path",
     "usable_weights",
     "value_range",
@@ -242,6 +243,23 @@ def wall_time(value: object) -> float:
     if not math.isfinite(float(value)):
         raise ValueError(f"time must be finite, got {value!r}")
     return float(value)
+
+
+def seconds(value: object, name: str) -> float:
+    """A length of time in seconds: a finite number > 0.
+
+    Example:
+        >>> seconds(0, "timeout")
+        Traceback (most recent call last):
+        ...
+        ValueError: timeout must be a number of seconds > 0, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds > 0, got {type(value).__name__}")
+    number = float(value)
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+    return number
 
 
 def text_path(item: object, name: str = "logdir") -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "NotWholeNumberError",
     "RequestError",
     "RequestNotFoundError",
+    "ShardedWarning",
     "UnloggedWarning",
     "UnwrittenWarning",
 ]
@@ -71,3 +72,8 @@ class RequestError(HistoscopeError):
 
 class RequestNotFoundError(RequestError):
     """A viewer request for a run or tag that does not exist: HTTP 404."""
+
+
+class ShardedWarning(HistoscopeWarning):
+    """A watch could not log a sharded parameter whole: its sharding scheme is not supported,
+    or the ranks' collectives failed or timed out. Named once; training goes on."""

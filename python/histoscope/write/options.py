@@ -20,12 +20,23 @@ from typing import Any, TypedDict, Union
 
 from .. import _args, _core
 
-__all__ = ["DEFAULT_BINS", "LOG_CHOICES", "Filter", "WatchArguments", "WatchOptions"]
+__all__ = [
+    "DEFAULT_BINS",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "LOG_CHOICES",
+    "Filter",
+    "WatchArguments",
+    "WatchOptions",
+]
 
 LOG_CHOICES = ("gradients", "parameters", "all")
 
 DEFAULT_BINS: int = _core.DEFAULT_BINS
 """The bins of a histogram when none are asked for: the core's default, for every entry point."""
+
+DEFAULT_TIMEOUT_SECONDS = 300.0
+"""How long a rank waits for the others at a logged step of a sharded watch: far longer
+than a step between ranks that are in step, far shorter than torch's own collective timeouts."""
 
 Filter = Union[str, "re.Pattern[str]", Callable[[str, Any], bool], None]
 """Which tensors a watch logs: a regular expression searched in the name, or
@@ -43,6 +54,10 @@ class WatchOptions:
     module's output; ``step`` returns your own step; ``all_ranks`` logs on
     every rank of ``torch.distributed``, not rank 0 alone.
 
+    Sharded parameters (DTensors, FSDP1) are logged whole by the rank whose
+    place in their group is ``rank``; every rank takes part, and waits at
+    most ``timeout`` seconds for the others at a logged step.
+
     Example:
         >>> options = WatchOptions(log="parameters", filter=r"^fc")
         >>> options.keeps("fc.weight", None), options.keeps("conv.weight", None)
@@ -56,6 +71,8 @@ class WatchOptions:
     activations: bool = False
     step: Callable[[], int] | None = None
     all_ranks: bool = False
+    rank: int = 0
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
     _keep: Callable[[str, Any], bool] | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False
     )
@@ -67,6 +84,8 @@ class WatchOptions:
             raise ValueError("bins of a watch must be a number of equal bins, not edges")
         _args.flag(self.activations, "activations")
         _args.flag(self.all_ranks, "all_ranks")
+        _args.whole_number(self.rank, "rank", minimum=0)
+        object.__setattr__(self, "timeout", _args.seconds(self.timeout, "timeout"))
         if self.step is not None and not callable(self.step):
             raise TypeError(f"step must be None or a function returning an int, got {self.step!r}")
         object.__setattr__(self, "_keep", _compile(self.filter))
@@ -96,6 +115,8 @@ class WatchArguments(TypedDict, total=False):
     activations: bool
     step: Callable[[], int] | None
     all_ranks: bool
+    rank: int
+    timeout: float
 
 
 def _compile(filter: Filter) -> Callable[[str, Any], bool] | None:

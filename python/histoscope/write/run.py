@@ -29,7 +29,7 @@ from .. import _args
 from .histogram import Histogram, prepare_weights
 from .options import DEFAULT_BINS, WatchOptions
 from .tree import log_tree as _log_tree
-from .watch import Watch, unwrap
+from .watch import NO_SINK, Watch, unwrap, writes_here
 from .writer import Backlog, Flush, ReadyHistogram, Scalar, Snapshot, Writer
 
 if TYPE_CHECKING:
@@ -425,11 +425,16 @@ def watch(model: torch.nn.Module, **options: Unpack[WatchArguments]) -> Watch:
     """Watches ``model`` in the run `histoscope.init` started last (see `Run.watch`,
     and `Watch` for how its steps line up with yours).
 
+    A rank that writes nothing (not ``rank=``) needs no run: its watch only
+    takes part in merging sharded parameters.
+
     Example:
         >>> import histoscope as hs
         >>> hs.init("mnist")  # doctest: +SKIP
         >>> hs.watch(model, log="all", every=10)  # doctest: +SKIP
     """
+    if _current is None and not writes_here(checked := WatchOptions(**options)):
+        return Watch(NO_SINK, model, checked)
     return _open_run("watch in").watch(model, **options)
 
 

@@ -16,6 +16,15 @@ loop, one backward and one optimizer step per batch,
 on the same steps. With gradient accumulation, or to count from elsewhere,
 pass ``step=`` a function returning your own step (for example
 ``lambda: global_step``); a step is then logged at its first backward pass.
+
+Sharded models. Parameters spread over ranks (DTensors from FSDP2's
+``fully_shard`` or ``parallelize_module``, FSDP1's flat parameters; see
+`shards`) are logged whole, under their original names, by one rank of their
+group (``rank=``, 0 by default), merged by two collectives per logged step
+(`sharded`). Every rank must watch the model, with the same options: ranks
+that write nothing need no run (`histoscope.watch` without `init` gives them
+a watch that only takes part). Tensors that are not sharded are logged by
+that rank alone, as under DistributedDataParallel.
 """
 
 from __future__ import annotations
@@ -24,15 +33,18 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import UnloggedWarning
+from ..errors import ShardedWarning, UnloggedWarning
 from .batched import bin_tensors
 from .histogram import Histogram
 from .options import WatchOptions
+from .optimizer import OptimizerWatch
+from .sharded import Merge, Wanted
+from .shards import Piece, find_pieces, original_name
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["HistogramSink", "Watch", "unwrap"]
+__all__ = ["NO_SINK", "HistogramSink", "NoSink", "Watch", "unwrap", "writes_here"]
 
 
 class HistogramSink(Protocol):
@@ -46,6 +58,24 @@ class HistogramSink(Protocol):
     def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
         """Writes ``data`` (key -> `Histogram`) at ``step``."""
         ...
+
+
+class NoSink:
+    """A `HistogramSink` that keeps nothing: for the ranks of a sharded watch that only take
+    part in its collectives (`histoscope.watch` on a rank that writes nothing, without a run).
+
+    Example:
+        >>> NO_SINK.log({"ignored": 1.0}, step=0); NO_SINK.closed
+        False
+    """
+
+    closed = False
+
+    def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
+        """Keeps nothing."""
+
+
+NO_SINK = NoSink()
 
 
 class Watch:
@@ -90,12 +120,26 @@ class Watch:
         self._activations_step: int | None = None
         self._handles: list[Any] = []
         self._warned: set[str] = set()
-        self.active = options.all_ranks or _is_rank_zero()
-        named = [(name, p) for name, p in module.named_parameters() if options.keeps(name, p)]
+        found = find_pieces(module)
+        named = [
+            (original_name(name), p)
+            for name, p in module.named_parameters()
+            if id(p) not in found.covered and options.keeps(original_name(name), p)
+        ]
+        pieces = [piece for piece in found.pieces if options.keeps(piece.name, piece.tensor)]
         self._parameters = named if options.parameters else []
         self._gradients = [(n, p) for n, p in named if p.requires_grad] if options.gradients else []
-        self._grad_params = [p for _, p in module.named_parameters() if p.requires_grad]
+        self._sharded: list[Wanted] = _wanted(pieces, options)
+        self._merge = Merge(options, type(module).__name__)
+        _check_writer(pieces, options)
+        self._writes = writes_here(options)
+        # Every rank of a sharded model takes part in each logged step's collectives.
+        self.active = self._writes or bool(self._sharded)
+        grad_params = [p for p in module.parameters() if p.requires_grad] + found.triggers
+        self._grad_params = list({id(p): p for p in grad_params}.values())
         self._backward_hooks = backward_hooks
+        if found.unsupported and self._writes:
+            _warn_unsupported(type(module).__name__, found.unsupported)
         if not self.active:
             return
         if backward_hooks:
@@ -103,10 +147,15 @@ class Watch:
                 self._handles.append(_on_gradient(p, self._gradient_ready))
         if backward_hooks and not self._grad_params:
             self._handles.append(module.register_forward_hook(self._frozen_forward_ends))
-        if options.activations:
+        if options.activations and self._writes:
             for name, leaf in module.named_modules():
                 if name and not any(True for _ in leaf.children()):
-                    self._handles.append(leaf.register_forward_hook(self._activation_hook(name)))
+                    hook = _outside_compiled_graphs(self._activation_hook(original_name(name)))
+                    self._handles.append(leaf.register_forward_hook(hook))
+        # A run notes which optimizer steps the model, for `histoscope check`.
+        note = getattr(self.sink, "note_optimizer", None)
+        if note is not None:
+            self._handles.append(OptimizerWatch(module.parameters(), note))
 
     @property
     def run(self) -> HistogramSink:
@@ -127,9 +176,10 @@ class Watch:
     @property
     def keys(self) -> list[str]:
         """The keys this watch logs parameters and gradients under (activations not listed)."""
-        return [f"parameters/{n}" for n, _ in self._parameters] + [
-            f"gradients/{n}" for n, _ in self._gradients
-        ]
+        keys = [f"parameters/{n}" for n, _ in self._parameters]
+        keys += [key for key, _, gradient in self._sharded if not gradient]
+        keys += [f"gradients/{n}" for n, _ in self._gradients]
+        return keys + [key for key, _, gradient in self._sharded if gradient]
 
     def due(self, step: int | None = None) -> bool:
         """Whether ``step`` (default: `step`) is a logging step not yet logged."""
@@ -146,14 +196,15 @@ class Watch:
             return
         step = self.step if step is None else step
         self._last_logged = step
-        keyed: list[tuple[str, torch.Tensor]] = [
-            (f"parameters/{n}", p) for n, p in self._parameters
-        ]
-        keyed += [(f"gradients/{n}", p.grad) for n, p in self._gradients if p.grad is not None]
+        keyed: list[tuple[str, torch.Tensor]] = []
+        if self._writes:
+            keyed += [(f"parameters/{n}", p) for n, p in self._parameters]
+            keyed += [(f"gradients/{n}", p.grad) for n, p in self._gradients if p.grad is not None]
         if self._activations_step == step:
             keyed += [(f"activations/{key}", t) for key, t in self._activations.items()]
         self._activations = {}
-        self._log(step, keyed)
+        merged = self._merge.capture(step, self._sharded) if self._sharded else {}
+        self._log(step, keyed, merged)
 
     def remove(self) -> None:
         """Takes the hooks off the model; nothing more is logged. Safe to call twice."""
@@ -167,8 +218,12 @@ class Watch:
         state = "watching" if self.active else "removed"
         return (
             f"Watch({type(self.model).__name__}, log={self.options.log!r}, every={self.every}, "
-            f"{len(self._parameters)} parameters, {len(self._gradients)} gradients, {state})"
+            f"{self._count_of(False)} parameters, {self._count_of(True)} gradients, {state})"
         )
+
+    def _count_of(self, gradients: bool) -> int:
+        sharded = sum(1 for _, _, gradient in self._sharded if gradient == gradients)
+        return len(self._gradients if gradients else self._parameters) + sharded
 
     def _gradient_ready(self, _param: Any) -> None:
         if self._in_backward:
@@ -215,8 +270,8 @@ class Watch:
 
         return hook
 
-    def _log(self, step: int, keyed: list[tuple[str, Any]]) -> None:
-        if not keyed:
+    def _log(self, step: int, keyed: list[tuple[str, Any]], merged: dict[str, Histogram]) -> None:
+        if not keyed and not merged:
             return
         histograms: list[Histogram | None]
         try:
@@ -227,7 +282,7 @@ class Watch:
             self.remove()
             return
         logged = {key: h for (key, _), h in zip(keyed, histograms) if h is not None}
-        self.sink.log(logged, step=step)
+        self.sink.log({**logged, **merged}, step=step)
 
     def _bin_alone(self, step: int, key: str, tensor: Any) -> Histogram | None:
         """One tensor that cannot be binned costs only its own histogram, and is named."""
@@ -250,7 +305,8 @@ class Watch:
 
 
 def unwrap(model: Any) -> torch.nn.Module:
-    """The model inside `DataParallel` and `DistributedDataParallel` wrappers, for its names.
+    """The model inside `DataParallel`, `DistributedDataParallel` and ``torch.compile``'s
+    wrappers, for its names.
 
     Raises TypeError for anything that is not a ``torch.nn.Module``.
 
@@ -264,15 +320,69 @@ def unwrap(model: Any) -> torch.nn.Module:
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     wrappers = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
-    while isinstance(model, wrappers):
-        model = model.module
-    return model
+    while True:
+        if isinstance(model, wrappers):
+            model = model.module
+        elif isinstance(getattr(model, "_orig_mod", None), torch.nn.Module):
+            model = model._orig_mod  # torch.compile's OptimizedModule
+        else:
+            return model
 
 
-def _is_rank_zero() -> bool:
+def writes_here(options: WatchOptions) -> bool:
+    """Whether this process writes what a watch with ``options`` logs: with ``all_ranks``, or
+    when its rank in ``torch.distributed`` is ``options.rank`` (0 outside torch.distributed).
+
+    Example:
+        >>> writes_here(WatchOptions())
+        True
+    """
+    return options.all_ranks or _rank() == options.rank
+
+
+def _rank() -> int:
+    """This process's rank in ``torch.distributed`` (0 outside it)."""
     import torch.distributed as dist
 
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _wanted(pieces: list[Piece], options: WatchOptions) -> list[Wanted]:
+    wanted: list[Wanted] = []
+    if options.parameters:
+        wanted += [(f"parameters/{p.name}", p, False) for p in pieces]
+    if options.gradients:
+        wanted += [(f"gradients/{p.name}", p, True) for p in pieces if p.requires_grad]
+    return wanted
+
+
+def _check_writer(pieces: list[Piece], options: WatchOptions) -> None:
+    for piece in pieces:
+        if options.rank >= len(piece.ranks):
+            raise ValueError(
+                f"rank must be a rank of every sharded parameter's group, got {options.rank}, "
+                f"but {piece.name} is held by {len(piece.ranks)} ranks"
+            )
+
+
+def _warn_unsupported(model: str, unsupported: dict[str, list[str]]) -> None:
+    for scheme, names in unsupported.items():
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        warnings.warn(
+            f"histoscope watch of {model}: {scheme} are not supported, so these parameters "
+            f"and their gradients are not logged: {shown}",
+            ShardedWarning,
+            stacklevel=4,
+        )
+
+
+def _outside_compiled_graphs(hook: Callable[..., None]) -> Callable[..., None]:
+    """``hook`` run by Python even inside ``torch.compile``d code: a graph break at each
+    watched leaf instead of a recompilation at every step (the hook reads the step)."""
+    import torch
+
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return hook if disable is None else disable(hook)
 
 
 def _on_gradient(param: torch.Tensor, hook: Callable[[Any], None]) -> Any:

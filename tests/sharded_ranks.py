@@ -1,0 +1,322 @@
+"""The ranks of test_sharded's process groups: real gloo groups of fresh processes on the CPU.
+
+Each scenario builds a small model sharded one way, watches it on every rank
+(rank 0 alone with a run: the others get a watch that only takes part),
+trains two steps, and after each backward pass gathers every parameter and
+gradient whole by the framework's own means (``full_tensor()``,
+``summon_full_params``, an all-gather of FSDP1's flat gradient). Rank 0
+saves what it gathered beside its run (``expected.npz``, keyed
+``"<step>:<key>"``) and how many collectives the watch ran
+(``collectives.json``), for test_sharded to hold the histograms against.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+
+import histoscope as hs
+from histoscope.write.shards import original_name
+
+STEPS = 2
+
+
+def start(world: int, target: Callable[..., None], args: tuple, timeout: float) -> list[int]:
+    """Runs ``target(rank, world, *args)`` in ``world`` fresh processes and returns their exit
+    codes; a process still running after ``timeout`` seconds is killed (exit code None)."""
+    context = mp.get_context("spawn")
+    processes = [
+        context.Process(target=_guarded, args=(target, rank, world, *args)) for rank in range(world)
+    ]
+    for process in processes:
+        process.start()
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    codes = []
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join()
+            codes.append(None)
+        else:
+            codes.append(process.exitcode)
+    return codes
+
+
+def _guarded(target: Callable[..., None], rank: int, world: int, *args: Any) -> None:
+    """Runs one rank, its traceback saved as ``<out>/rank<r>.error`` if it fails."""
+    out = Path(args[1])
+    try:
+        target(rank, world, *args)
+    except BaseException:
+        (out / f"rank{rank}.error").write_text(traceback.format_exc())
+        raise
+
+
+def scenarios(rank: int, world: int, init_file: str, out: str, names: list[str]) -> None:
+    """Every scenario in ``names``, one after another in one process group."""
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    for name in names:
+        folder = Path(out) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        SCENARIOS[name](rank, folder)
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+def mlp(dtype: torch.dtype = torch.float32, hidden: int = 7) -> nn.Sequential:
+    """Rows that four ranks share unevenly (7: 2, 2, 2, 1; 3: 1, 1, 1, 0) and a LayerNorm."""
+    torch.manual_seed(0)
+    layers = [nn.Linear(5, hidden), nn.ReLU(), nn.Linear(hidden, 3), nn.LayerNorm(3)]
+    return nn.Sequential(*layers).to(dtype)
+
+
+def batch(step: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(1000 * step + seed)
+    return torch.randn(6, 5, generator=generator).to(dtype)
+
+
+def train_watched(
+    rank: int,
+    out: Path,
+    model: nn.Module,
+    gather: Callable[[nn.Module], dict[str, torch.Tensor]],
+    *,
+    dtype: torch.dtype = torch.float32,
+    seed: int | None = None,
+    **options: Any,
+) -> None:
+    """Trains ``model`` two steps under ``hs.watch(log="all", every=1)``, saving what
+    ``gather`` gathers after each backward pass on rank 0."""
+    if rank == 0:
+        hs.init("p", run_name="r", dir=out)
+    watch = hs.watch(model, log="all", every=1, **options)
+    calls = _count_collectives(watch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    expected: dict[str, np.ndarray] = {}
+    collectives = []
+    for step in range(STEPS):
+        calls.clear()
+        model(batch(step, rank if seed is None else seed, dtype)).float().pow(2).mean().backward()
+        collectives.append(len(calls))
+        for key, tensor in gather(model).items():
+            expected[f"{step}:{key}"] = tensor.detach().double().numpy()
+        optimizer.step()
+        optimizer.zero_grad()
+    if rank == 0:
+        hs.finish()
+        np.savez(out / "expected.npz", **expected)
+        groups = len({piece.ranks for _, piece, _ in watch._sharded})
+        (out / "collectives.json").write_text(json.dumps({"calls": collectives, "groups": groups}))
+    watch.remove()
+
+
+def _count_collectives(watch: Any) -> list[str]:
+    """The watch's own collectives from now on: calls on its gloo groups."""
+    calls: list[str] = []
+    for name in ("all_reduce", "reduce"):
+        original = getattr(dist, name)
+
+        def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            if kwargs.get("group") in watch._merge._groups.values():
+                calls.append(_name)
+            return _original(*args, **kwargs)
+
+        setattr(dist, name, counted)
+    return calls
+
+
+def dtensors(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Every DTensor parameter and gradient, whole."""
+    whole = {}
+    for name, parameter in model.named_parameters():
+        whole[f"parameters/{name}"] = parameter.detach().full_tensor()
+        if parameter.grad is not None:
+            whole[f"gradients/{name}"] = parameter.grad.full_tensor()
+    return whole
+
+
+def fsdp2(rank: int, out: Path, dtype: torch.dtype = torch.float32, **policy: Any) -> None:
+    from torch.distributed.fsdp import fully_shard
+
+    model = mlp(dtype)
+    fully_shard(model[0], **policy)
+    fully_shard(model[2], **policy)
+    fully_shard(model, **policy)
+    activations = dtype == torch.float32 and not policy
+    train_watched(rank, out, model, dtensors, dtype=dtype, activations=activations)
+
+
+def fsdp2_mixed_precision(rank: int, out: Path) -> None:
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    mixed = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    fsdp2(rank, out, mp_policy=mixed)
+
+
+def fsdp2_bfloat16(rank: int, out: Path) -> None:
+    fsdp2(rank, out, dtype=torch.bfloat16)
+
+
+def hsdp(rank: int, out: Path) -> None:
+    """FSDP2 on a 2 x 2 mesh: replicated along the first dimension, sharded along the second."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
+    fsdp2(rank, out, mesh=mesh)
+
+
+def tensor_parallel(rank: int, out: Path) -> None:
+    """``parallelize_module`` along "tp" of a 2 x 2 mesh, then FSDP2 along "dp": the row-wise
+    layer's bias is replicated along "tp", the LayerNorm (not parallelized) lives on "dp"."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    model = mlp(hidden=8)  # tensor parallelism wants even shards
+    parallelize_module(model, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    fully_shard(model, mesh=mesh["dp"])
+    # The ranks of one "tp" group see the same batch, as tensor parallelism needs.
+    train_watched(rank, out, model, dtensors, seed=mesh.get_coordinate()[0])
+
+
+def partial_and_replicate(rank: int, out: Path) -> None:
+    """DTensor parameters made by hand: a Partial one (the sum of every rank's values) and a
+    Replicate one, captured at step 0 without training."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    model = nn.Module()
+    mine = torch.Generator().manual_seed(rank)
+    summed = DTensor.from_local(torch.randn(4, 3, generator=mine), mesh, [Partial()])
+    same = DTensor.from_local(torch.arange(6.0).reshape(2, 3), mesh, [Replicate()])
+    model.summed = nn.Parameter(summed)
+    model.same = nn.Parameter(same)
+    if rank == 0:
+        hs.init("p", run_name="r", dir=out)
+    watch = hs.watch(model, log="parameters", every=1)
+    watch.capture(0)
+    whole = {f"0:{key}": t.double().numpy() for key, t in dtensors(model).items()}
+    if rank == 0:
+        hs.finish()
+        np.savez(out / "expected.npz", **whole)
+    watch.remove()
+
+
+def fsdp1(rank: int, out: Path, use_orig_params: bool, strategy: str) -> None:
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    mesh = None
+    if strategy == "HYBRID_SHARD":
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # FSDP1 is deprecated for FSDP2
+        model = FullyShardedDataParallel(
+            mlp(),
+            auto_wrap_policy=ModuleWrapPolicy({nn.Linear}),
+            use_orig_params=use_orig_params,
+            sharding_strategy=getattr(ShardingStrategy, strategy),
+            device_id=torch.device("cpu"),
+            device_mesh=mesh,
+        )
+    train_watched(rank, out, model, _fsdp1_whole)
+
+
+def _fsdp1_whole(model: nn.Module) -> dict[str, torch.Tensor]:
+    """FSDP1's parameters by ``summon_full_params``; gradients by an all-gather of each flat
+    gradient's shards, cut at the flat parameter's own numels."""
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+
+    whole = {}
+    with FullyShardedDataParallel.summon_full_params(model):
+        for name, parameter in model.named_parameters():
+            whole[f"parameters/{original_name(name)}"] = parameter.detach().clone()
+    for path, module in model.named_modules():
+        handle = getattr(module, "_handle", None)
+        if not isinstance(module, FullyShardedDataParallel) or handle is None:
+            continue
+        flat = handle.flat_param
+        grad = flat.grad.detach()
+        if module.sharding_strategy != ShardingStrategy.NO_SHARD:
+            size = dist.get_world_size(module.process_group)
+            pieces = [torch.empty_like(grad) for _ in range(size)]
+            dist.all_gather(pieces, grad, group=module.process_group)
+            grad = torch.cat(pieces)
+        views = grad[: sum(flat._numels_with_padding)].split(flat._numels_with_padding)
+        views = [v for v, padding in zip(views, flat._is_padding_mask) if not padding]
+        for fqn, view, shape in zip(flat._fqns, views, flat._shapes):
+            whole[f"gradients/{original_name(f'{path}.{fqn}')}"] = view.reshape(shape)
+    return whole
+
+
+SCENARIOS: dict[str, Callable[[int, Path], None]] = {
+    "fsdp2": fsdp2,
+    "fsdp2_mixed_precision": fsdp2_mixed_precision,
+    "fsdp2_bfloat16": fsdp2_bfloat16,
+    "hsdp": hsdp,
+    "tensor_parallel": tensor_parallel,
+    "partial_and_replicate": partial_and_replicate,
+    "fsdp1_use_orig_params": lambda rank, out: fsdp1(rank, out, True, "FULL_SHARD"),
+    "fsdp1_flat_parameters": lambda rank, out: fsdp1(rank, out, False, "FULL_SHARD"),
+    "fsdp1_no_shard": lambda rank, out: fsdp1(rank, out, False, "NO_SHARD"),
+    "fsdp1_hybrid_shard": lambda rank, out: fsdp1(rank, out, True, "HYBRID_SHARD"),
+}
+
+
+def faults(rank: int, world: int, init_file: str, out: str, fault: str) -> None:
+    """Step 0 is logged by both ranks; then rank 1 stops taking part (``"hang"``: it sleeps
+    past the timeout) or dies (``"death"``), and rank 0 goes on capturing and finishes.
+    Rank 0 saves how long each of its calls took, and the warnings it was given."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    mesh = init_device_mesh("cpu", (world,))
+    model = nn.Module()
+    model.weight = nn.Parameter(
+        distribute_tensor(torch.arange(12.0).reshape(6, 2), mesh, [Shard(0)])
+    )
+    timeout = 3.0
+    if rank == 0:
+        run = hs.init("p", run_name="r", dir=out)
+    watch = hs.watch(model, log="parameters", every=1, timeout=timeout)
+    watch.capture(0)
+    if rank == 1:
+        if fault == "death":
+            os._exit(3)
+        time.sleep(2 * timeout)
+        return
+    times = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in (1, 2):
+            began = time.monotonic()
+            watch.capture(step)
+            times[f"capture {step}"] = time.monotonic() - began
+        began = time.monotonic()
+        run.finish(timeout=timeout)
+        times["finish"] = time.monotonic() - began
+    said = [f"{w.category.__name__}: {w.message}" for w in caught]
+    (Path(out) / "rank0.json").write_text(json.dumps({"times": times, "warnings": said}))

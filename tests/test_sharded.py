@@ -1,0 +1,118 @@
+"""Sharded watch: whole-tensor histograms of FSDP2, HSDP, tensor-parallel and FSDP1 models,
+from real gloo groups of four processes on the CPU (`sharded_ranks`).
+
+Every scenario runs in one group, started once for the module. For each
+parameter and gradient at each logged step, the histogram rank 0 wrote must
+have the edges ``Histogram(full_tensor)`` has, and NumPy's counts of the
+gathered full tensor on those edges, count for count.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import histoscope as hs
+
+pytest.importorskip("torch.distributed.tensor", reason="DTensor needs torch 2.4 or newer")
+if not torch.distributed.is_available():  # pragma: no cover - torch built without it
+    pytest.skip("torch.distributed is not available", allow_module_level=True)
+
+from sharded_ranks import SCENARIOS, STEPS, faults, scenarios, start  # noqa: E402
+
+WORLD = 4
+SECONDS = 600.0
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every scenario's folder, after one run of all of them on four ranks."""
+    out = tmp_path_factory.mktemp("sharded")
+    names = list(SCENARIOS)
+    codes = start(WORLD, scenarios, (str(out / "init"), str(out), names), SECONDS)
+    errors = "\n".join(p.read_text() for p in sorted(out.glob("rank*.error")))
+    assert codes == [0] * WORLD, errors or f"exit codes {codes}"
+    return out
+
+
+def written(folder: Path) -> dict[str, hs.HistogramSeries]:
+    loaded = hs.load_histograms(folder / "p", runs=["r"])
+    return {tag: loaded[tag]["r"] for tag in loaded}
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_each_histogram_is_the_whole_tensors(sharded: Path, scenario: str) -> None:
+    folder = sharded / scenario
+    expected = dict(np.load(folder / "expected.npz"))
+    series = written(folder)
+    by_key: dict[str, dict[int, np.ndarray]] = {}
+    for name, values in expected.items():
+        step, key = name.split(":", 1)
+        by_key.setdefault(key, {})[int(step)] = values.reshape(-1)
+    assert sorted(k for k in series if not k.startswith("activations/")) == sorted(by_key)
+    for key, steps in by_key.items():
+        assert series[key].steps.tolist() == sorted(steps), key
+        for i, step in enumerate(series[key].steps.tolist()):
+            full = steps[step]
+            buckets = series[key].buckets[i]
+            edges = np.append(buckets[:, 0], buckets[-1, 1])
+            where = f"{key} at step {step}"
+            np.testing.assert_array_equal(edges, hs.Histogram(full, bins=64).edges, err_msg=where)
+            counts, _ = np.histogram(full, bins=edges)
+            np.testing.assert_array_equal(buckets[:, 2], counts, err_msg=where)
+            stats = {name: values[i] for name, values in series[key].stats.items()}
+            assert (stats["count"], stats["min"], stats["max"]) == (
+                full.size,
+                full.min(),
+                full.max(),
+            ), where
+            assert stats["mean"] == pytest.approx(full.mean(), rel=1e-9, abs=1e-12), where
+            assert stats["std"] == pytest.approx(full.std(), rel=1e-9, abs=1e-12), where
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "partial_and_replicate"])
+def test_two_collectives_per_group_and_logged_step(sharded: Path, scenario: str) -> None:
+    counted = json.loads((sharded / scenario / "collectives.json").read_text())
+    assert counted["calls"] == [2 * counted["groups"]] * STEPS
+
+
+def test_keys_are_the_original_names(sharded: Path) -> None:
+    names = {"0.weight", "0.bias", "2.weight", "2.bias", "3.weight", "3.bias"}
+    for scenario in SCENARIOS:
+        if scenario == "partial_and_replicate":
+            continue
+        keys = set(written(sharded / scenario))
+        logged = {k.split("/", 1)[1] for k in keys if not k.startswith("activations/")}
+        assert logged == names, scenario
+
+
+def test_activations_stay_the_writing_ranks_own(sharded: Path) -> None:
+    series = written(sharded / "fsdp2")
+    shapes = {"activations/0": 6 * 7, "activations/1": 6 * 7, "activations/2": 6 * 3}
+    for key, numel in shapes.items():
+        assert series[key].stats["count"].tolist() == [numel] * STEPS
+
+
+@pytest.mark.parametrize("fault", ["hang", "death"])
+def test_a_stopped_or_dead_peer_costs_only_the_timeout(tmp_path: Path, fault: str) -> None:
+    codes = start(2, faults, (str(tmp_path / "init"), str(tmp_path), fault), SECONDS)
+    errors = "\n".join(p.read_text() for p in sorted(tmp_path.glob("rank*.error")))
+    assert codes == [0, 3 if fault == "death" else 0], errors or f"exit codes {codes}"
+    said = json.loads((tmp_path / "rank0.json").read_text())
+    times, warned = said["times"], said["warnings"]
+    # The step the peer missed fails within the watch's timeout (3 s); later steps and
+    # finish() do not wait at all.
+    assert times["capture 1"] < 3.0 + 5.0, times
+    assert times["capture 2"] < 0.5 and times["finish"] < 3.0, times
+    assert len(warned) == 1 and warned[0].startswith("ShardedWarning"), warned
+    assert "step 1: the collectives over ranks 0, 1 failed" in warned[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        series = written(tmp_path)
+    assert series["parameters/weight"].steps.tolist() == [0]
+    assert series["parameters/weight"].stats["count"].tolist() == [12.0]
