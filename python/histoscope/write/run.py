@@ -266,19 +266,8 @@ class Run:
             else:
                 self._writer.submit(Scalar(key, this_step, wall_time, value))
 
-    def log_tree(self, tree: Any, *, step: int, **options: Unpack[TreeArguments]) -> None:
-        """Logs every array leaf of a JAX pytree (Flax or Equinox parameters, gradients, an
-        Optax state) under ``<prefix>/<path>``, binned at once on its device: see
-        `histoscope.write.tree` (``prefix``: "parameters"; ``bins``, ``filter``: as `watch`'s).
-
-        Example:
-            >>> import tempfile, jax.numpy as jnp, histoscope as hs
-            >>> with hs.init("flax", dir=tempfile.mkdtemp()) as run:
-            ...     run.log_tree({"Dense_0": {"kernel": jnp.ones((3, 4))}}, step=0)
-            >>> sorted(hs.load_histograms(run.path))
-            ['parameters/Dense_0/kernel']
-        """
-        _log_tree(self, tree, step=step, **options)
+    # A JAX pytree's array leaves, binned at once: see histoscope.write.tree.
+    log_tree = _log_tree
 
     def define_metric(
         self, pattern: str, *, section: str | None = None, hidden: bool = False

@@ -63,19 +63,26 @@ def log_tree(
     bins: int = DEFAULT_BINS,
     filter: Filter = None,
 ) -> None:
-    """Logs the histogram of every array leaf of ``tree`` to ``sink`` at ``step``.
+    """Logs every array leaf of a JAX pytree (Flax or Equinox parameters, gradients, an
+    Optax state) under ``<prefix>/<path>``, binned in one batched call: as `Run.log_tree`,
+    ``sink`` is the run.
 
-    Keys are ``<prefix>/<path>``; ``filter`` (a regular expression searched
-    in the path, or ``filter(path, leaf) -> bool``) keeps some leaves, as
-    `Run.watch`'s does. See the module's doc for paths, leaves and ``jax.jit``.
+    Arrays on an accelerator are binned there and only their counts come to
+    the host; CPU arrays reach the core without a copy. ``prefix`` is
+    ``"parameters"`` unless given; ``filter`` (a regular expression searched
+    in the path, or ``filter(path, leaf) -> bool``) keeps some leaves and
+    ``bins`` sets the number of equal bins, as `Run.watch`'s do. See the
+    module's doc for paths, leaves and ``jax.jit``-compiled steps.
 
     Example:
-        >>> import tempfile, jax.numpy as jnp, histoscope as hs
+        >>> import tempfile, jax, jax.numpy as jnp, histoscope as hs
         >>> params = {"Dense_0": {"kernel": jnp.ones((3, 4)), "bias": jnp.zeros(4)}}
-        >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
-        ...     log_tree(run, params, step=0, filter="kernel")
+        >>> grads = jax.grad(lambda p: (p["Dense_0"]["kernel"] ** 2).sum())(params)
+        >>> with hs.init("flax", dir=tempfile.mkdtemp()) as run:
+        ...     run.log_tree(params, step=0, filter="kernel")
+        ...     run.log_tree(grads, prefix="gradients", step=0)
         >>> sorted(hs.load_histograms(run.path))
-        ['parameters/Dense_0/kernel']
+        ['gradients/Dense_0/bias', 'gradients/Dense_0/kernel', 'parameters/Dense_0/kernel']
     """
     prefix = _args.key(prefix).rstrip("/")
     if not prefix:
