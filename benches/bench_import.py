@@ -20,8 +20,8 @@ processes on a busy machine disturb less, are printed too). Contenders:
 Contenders that are not installed are listed as such. Ratios are the
 contender's median over histoscope's. Each run also lists the heavy packages its
 import loaded: histoscope must load neither the viewer's server (starlette,
-uvicorn, anyio) nor pandas, pyarrow, fsspec or torch, which only the features
-that need them import.
+uvicorn, anyio) nor pandas, pyarrow, fsspec, torch, JAX, TensorFlow or Keras,
+which only the features that need them import.
 
 The target, from issue 10 (a benchmark, not a test: it prints PASS or FAIL and
 exits 0): ``import histoscope`` within 150 ms, and no server package loaded.
@@ -41,7 +41,10 @@ import subprocess
 import sys
 
 TARGET_MS = 150.0
-HEAVY = ("starlette", "uvicorn", "anyio", "pandas", "pyarrow", "fsspec", "torch", "dask")
+HEAVY = (
+    "starlette", "uvicorn", "anyio", "pandas", "pyarrow", "fsspec", "torch", "dask",
+    "jax", "tensorflow", "keras",
+)  # fmt: skip
 SERVER = ("starlette", "uvicorn", "anyio")
 
 CONTENDERS = {

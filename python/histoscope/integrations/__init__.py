@@ -4,7 +4,8 @@ Each lives in its own module, imported on demand so that histoscope never
 imports a trainer it does not need:
 
 - `histoscope.integrations.lightning.HistoscopeCallback` for PyTorch Lightning;
-- `histoscope.integrations.transformers.HistoscopeCallback` for Hugging Face's ``Trainer``.
+- `histoscope.integrations.transformers.HistoscopeCallback` for Hugging Face's ``Trainer``;
+- `histoscope.integrations.keras.HistoscopeCallback` for Keras 3's ``model.fit``.
 """
 
 __all__: list[str] = []
