@@ -1,8 +1,9 @@
-"""Benchmark for `histoscope view` (issues 5 and 13): time to the first page and the first
-card, and the server's memory, on a log directory of about 1 GB and on one of 1,000 runs;
-and on a real network's worth of keys (1,000 keys x 2 runs x 20 steps): the first card, the
-page's element count and its long tasks while scrolling through every card, and the size
-of `histoscope report` of it.
+"""Benchmark for `histoscope view` (issues 5, 13 and 20): time to the first page and the
+first card, and the server's memory, on a log directory of about 1 GB and on one of 1,000
+runs; and on a real network's worth of keys (1,000 keys x 2 runs x 20 steps) and on a
+sweep (100 keys x 50 runs x 20 steps): the first card, the page's element count and its
+long tasks while scrolling through every card, the server's peak memory, and the size of
+`histoscope report` of it.
 
 Writes the log directories with histoscope's logger into a temporary folder (or
 --cache-dir), starts `histoscope view` in a subprocess for each, opens the page in
@@ -16,7 +17,7 @@ it must not grow with the steps nobody looked at.
 
     python benches/bench_viewer.py                 # both directories, about 1 GB written
     python benches/bench_viewer.py --scale 0.25    # a quarter of the size
-    python benches/bench_viewer.py --keys-only     # only the 1,000-key measurements
+    python benches/bench_viewer.py --keys-only     # only the 1,000-key and sweep measurements
 """
 
 from __future__ import annotations
@@ -113,6 +114,21 @@ def write_keys(logdir: Path, keys: int = 1000, steps: int = 20) -> None:
                     run.add_histogram(f"grads/layer{layer:03d}", values * 1e-3, step=step, bins=20)
 
 
+def write_sweep(logdir: Path, runs: int = 50, keys: int = 100, steps: int = 20) -> None:
+    """A sweep: ``runs`` runs named by learning rate and seed, each logging ``keys`` keys
+    named as PyTorch names parameters (``layers.3.weight``) at ``steps`` steps."""
+    rng = np.random.default_rng(2)
+    kinds = ["weight", "bias", "weight_grad", "bias_grad"]
+    for index in range(runs):
+        rate = 10 ** -(1 + 3 * index / runs)
+        with histoscope.init("sweep", run_name=f"lr_{rate:.2e}_seed{index % 5}", dir=logdir) as run:
+            for step in range(steps):
+                for key in range(keys):
+                    values = rng.normal(size=256) * (1 + 10 * step * rate)
+                    name = f"layers.{key // 4}.{kinds[key % 4]}"
+                    run.add_histogram(name, values, step=step, bins=20)
+
+
 @contextmanager
 def serving(logdir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """`histoscope view` of ``logdir`` on a free port, and the URL it prints; stopped on exit."""
@@ -151,6 +167,7 @@ def measure_keys(logdir: Path, browser) -> dict[str, Any]:
             elements.append(page.evaluate("document.getElementsByTagName('*').length"))
         long_tasks = page.evaluate("window.__longtasks")
         drawn = page.locator("article.card.mounted").count()
+        memory = peak_rss(server.pid)
         context.close()
     report = logdir.parent / "report.html"
     began = time.perf_counter()
@@ -167,6 +184,7 @@ def measure_keys(logdir: Path, browser) -> dict[str, Any]:
         "long_task": max(long_tasks, default=0.0) / 1000,
         "long_tasks": len(long_tasks),
         "drawn_at_end": drawn,
+        "memory": memory,
         "report": report.stat().st_size,
         "report_seconds": time.perf_counter() - began,
     }
@@ -221,7 +239,7 @@ def measure_tensorboard(logdir: Path, browser) -> dict[str, float] | None:
         server.wait(timeout=30)
 
 
-def report_keys(result: dict[str, Any]) -> bool:
+def report_keys(result: dict[str, Any], name: str = "1,000 keys x 2 runs x 20 steps") -> bool:
     checks = {
         "first_card": result["first_card"] <= KEYS_TARGETS["first_card"],
         "elements": result["elements"] <= KEYS_TARGETS["elements"],
@@ -230,7 +248,7 @@ def report_keys(result: dict[str, Any]) -> bool:
     }
     verdict = {name: "PASS" if ok else "FAIL" for name, ok in checks.items()}
     print(
-        f"1,000 keys x 2 runs x 20 steps: first card painted {result['first_card']:.2f} s "
+        f"{name}: first card painted {result['first_card']:.2f} s "
         f"({verdict['first_card']}: target <= 1.5 s; seen by the bench's polling at "
         f"{result['seen']:.2f} s); at most {result['elements']:,} page "
         f"elements while scrolling every card ({verdict['elements']}: target <= 10,000; "
@@ -238,7 +256,8 @@ def report_keys(result: dict[str, Any]) -> bool:
         f"{1000 * result['long_task']:.0f} ms of {result['long_tasks']} over 50 ms "
         f"({verdict['long_task']}: target <= 200 ms); report "
         f"{result['report'] / 1e6:.1f} MB in {result['report_seconds']:.1f} s "
-        f"({verdict['report']}: target <= 8 MB)"
+        f"({verdict['report']}: target <= 8 MB); server peak memory "
+        f"{result['memory'] / 2**20:.0f} MiB"
     )
     marks = result["marks"]
     if marks:  # where the page's time went: its listing, its keys, its first cards placed
@@ -375,24 +394,31 @@ def main() -> int:
 
 
 def bench_keys(root: Path, browser=None) -> bool:
-    """The 1,000-key measurements, in ``browser`` or a Chromium of their own."""
+    """The 1,000-key and sweep measurements, in ``browser`` or a Chromium of their own."""
     from playwright.sync_api import sync_playwright
 
-    keys = root / "keys"
-    if not keys.exists():
-        began = time.perf_counter()
-        write_keys(keys)
-        print(f"wrote {keys}: {size_of(keys) / 1e6:,.0f} MB in {time.perf_counter() - began:.0f} s")
+    for folder, write in [(root / "keys", write_keys), (root / "sweep", write_sweep)]:
+        if not folder.exists():
+            began = time.perf_counter()
+            write(folder)
+            took = time.perf_counter() - began
+            print(f"wrote {folder}: {size_of(folder) / 1e6:,.0f} MB in {took:.0f} s")
     if browser is not None:
-        return compare_keys(keys / "keys", browser)
+        return compare_keys(root / "keys" / "keys", browser) & sweep(root, browser)
     with sync_playwright() as playwright:
         own = playwright.chromium.launch(
             executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True
         )
         try:
-            return compare_keys(keys / "keys", own)
+            return compare_keys(root / "keys" / "keys", own) & sweep(root, own)
         finally:
             own.close()
+
+
+def sweep(root: Path, browser) -> bool:
+    """The sweep's numbers: the page shows its first ten runs, as many as it has colours."""
+    result = measure_keys(root / "sweep" / "sweep", browser)
+    return report_keys(result, "100 keys x 50 runs x 20 steps")
 
 
 def compare_keys(logdir: Path, browser) -> bool:

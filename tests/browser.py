@@ -6,13 +6,19 @@ The tests fail, never skip, when the browser is missing: CI installs it with
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import os
+import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, Request, Route, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Request, Route, sync_playwright
 
 OUTPUT = Path(__file__).parent / "output"
 
@@ -101,6 +107,58 @@ def screenshot() -> Callable[[Page, str], Path]:
     return take
 
 
+class Server:
+    """`histoscope view` on a copy of a fixture, on a free port, in a subprocess."""
+
+    def __init__(self, logdir: Path) -> None:
+        self.logdir = logdir
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.process.stdout.readline()
+        match = re.search(r"http://\S+/", line)
+        if not match:
+            self.process.kill()
+            pytest.fail(f"no address printed: {line!r} {self.process.stderr.read()}")
+        self.url = match.group(0)
+
+    def get(self, raw_path: str) -> int:
+        """The status of a GET of ``raw_path`` sent as is, without normalising it."""
+        parts = urlsplit(self.url)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        connection.request("GET", raw_path)
+        status = connection.getresponse().status
+        connection.close()
+        return status
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def opened_page(context: BrowserContext, url: str) -> Iterator[Page]:
+    """A new page of ``context`` at ``url``; the context is closed after, and the test
+    fails if the page reported an error meanwhile."""
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.goto(url)
+    yield opened
+    context.close()
+    assert errors == [], f"the page reported errors: {errors}"
+
+
 def write_thousand_keys(logdir: Path, steps: int = 20) -> None:
     """Two runs of 500 ``params/`` and 500 ``grads/`` keys at ``steps`` steps, and three
     ``debug/`` keys that ``define_metric`` puts in a hidden "Debugging" section. Every
@@ -122,3 +180,65 @@ def write_thousand_keys(logdir: Path, steps: int = 20) -> None:
                     run.add_histogram(f"grads/layer{layer:03d}", grads, step=step, bins=20)
                 for name in ("a", "b", "c"):
                     run.add_histogram(f"debug/{name}", rng.normal(size=256), step=step, bins=10)
+
+
+#: Five runs named as PyTorch's SummaryWriter names them by default (its start time, the
+#: machine, the comment), under the folders a tutorial keeps them in; the first crashed
+#: after logging two keys once.
+PYTORCH_RUNS = [
+    "Nov16_13-55-02_DESKTOP-VRDPFUI",
+    "Nov16_14-18-08_DESKTOP-VRDPFUItest_your_comment",
+    "Nov16_14-31-40_DESKTOP-VRDPFUIlr_0.01",
+    "Nov16_15-02-17_DESKTOP-VRDPFUIlr_0.001",
+    "Nov16_15-44-51_DESKTOP-VRDPFUIbatch_size_64",
+]
+#: A CNN's 27 parameters as `named_parameters()` names them: 54 keys with their gradients.
+CNN_PARAMETERS = [
+    f"{module}.{kind}"
+    for module in [*(f"conv{i}" for i in range(1, 6)), *(f"bn{i}" for i in range(1, 6))]
+    + ["fc1", "fc2", "fc3"]
+    for kind in ("weight", "bias")
+] + ["prelu.weight"]
+
+
+def write_pytorch_style(root: Path, steps: int = 8) -> Path:
+    """The log directory of a PyTorch tutorial: five runs under
+    ``lesson-19-tensorboard/runs/`` logging ``conv1.weight`` and ``conv1.weight_grad``
+    and the rest, keys with no "/"; returns the log directory."""
+    import numpy as np
+
+    import histoscope
+
+    rng = np.random.default_rng(3)
+    folder = root / "lesson-19-tensorboard"
+    for index, name in enumerate(PYTORCH_RUNS):
+        with histoscope.init("runs", run_name=name, dir=folder) as run:
+            crashed = index == 0
+            for step in range(1 if crashed else steps):
+                for parameter in CNN_PARAMETERS[:1] if crashed else CNN_PARAMETERS:
+                    values = rng.normal(size=300) * (1 + index) / (1 + step)
+                    run.add_histogram(parameter, values, step=step * 50, bins=24)
+                    run.add_histogram(parameter + "_grad", values * 1e-2, step=step * 50, bins=24)
+    return root
+
+
+def write_sweep(logdir: Path, runs: int = 50, keys: int = 100, steps: int = 3) -> Path:
+    """A hyperparameter sweep: ``runs`` runs named by learning rate and seed, each logging
+    ``keys`` keys (``layers.N.weight`` and the like) at ``steps`` steps; returns the log
+    directory."""
+    import numpy as np
+
+    import histoscope
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(keys, 256))
+    kinds = ["weight", "bias", "weight_grad", "bias_grad"]
+    for index in range(runs):
+        rate = 10 ** -(1 + 3 * index / runs)
+        with histoscope.init("sweep", run_name=f"lr_{rate:.2e}_seed{index % 5}", dir=logdir) as run:
+            for step in range(steps):
+                for key in range(keys):
+                    spread = values[key] * (1 + 10 * step * rate) + index / runs
+                    name = f"layers.{key // 4}.{kinds[key % 4]}"
+                    run.add_histogram(name, spread, step=100 * step, bins=20)
+    return logdir / "sweep"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import re
@@ -18,8 +17,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser import AUDIO_PROBE, write_thousand_keys
-from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
+from browser import AUDIO_PROBE, Server, opened_page, write_thousand_keys
+from playwright.sync_api import Browser, Locator, Page, expect
 
 import histoscope
 from histoscope.errors import RequestError
@@ -31,58 +30,6 @@ pytest_plugins = ["browser"]  # the browser and screenshot fixtures
 
 TAGS = ["activations/relu", "weights/dense", "weights/dense_buckets8"]
 RUNS = ["train", "validation"]
-
-
-class Server:
-    """`histoscope view` on a copy of a fixture, on a free port, in a subprocess."""
-
-    def __init__(self, logdir: Path) -> None:
-        self.logdir = logdir
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        line = self.process.stdout.readline()
-        match = re.search(r"http://\S+/", line)
-        if not match:
-            self.process.kill()
-            pytest.fail(f"no address printed: {line!r} {self.process.stderr.read()}")
-        self.url = match.group(0)
-
-    def get(self, raw_path: str) -> int:
-        """The status of a GET of ``raw_path`` sent as is, without normalising it."""
-        parts = urlsplit(self.url)
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-        connection.request("GET", raw_path)
-        status = connection.getresponse().status
-        connection.close()
-        return status
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
-
-    def __enter__(self) -> Server:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
-@contextlib.contextmanager
-def opened_page(context: BrowserContext, url: str) -> Iterator[Page]:
-    """A new page of ``context`` at ``url``; the context is closed after, and the test
-    fails if the page reported an error meanwhile."""
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    opened.goto(url)
-    yield opened
-    context.close()
-    assert errors == [], f"the page reported errors: {errors}"
 
 
 @pytest.fixture

@@ -174,7 +174,8 @@ function stepAxis(steps) {
     width: PLOT_PX + 24, height: AXIS_PX, "aria-hidden": "true" });
   if (!steps.length) return svg;
   const width = PLOT_PX / steps.length;
-  const ticks = steps.length < 3 ? steps : niceTicks(steps[0], steps[steps.length - 1], 4).filter(Number.isInteger);
+  // A few columns are each labelled; more, by round steps.
+  const ticks = steps.length <= 6 ? steps : niceTicks(steps[0], steps[steps.length - 1], 4).filter(Number.isInteger);
   for (const step of ticks) {
     if (step < steps[0] || step > steps[steps.length - 1]) continue;
     const x = (positionOf(steps, step) + 0.5) * width;

@@ -40,15 +40,18 @@ function dotted(key) {
   return key.split(".");
 }
 
-// How many leading modules every dotted key (with no "/") shares: sections start below
-// them, so a model whose names all begin with "model." is not one section called "model".
-export function sharedDepth(tags) {
+// How many leading modules every dotted key (with no "/") shares and passes over: sections
+// start below them, so a model whose names all begin with "model." is not one section
+// called "model", unless the modules below are too many to be sections (the 24 blocks
+// of layers.0 to layers.23 stay one section, "layers").
+export function sharedDepth(tags, most = 12) {
   const paths = tags.filter((tag) => !tag.includes("/") && tag.includes(".")).map(dotted);
   if (paths.length < 2) return 0;
   let depth = 0;
   for (;;) {
     const first = paths[0][depth];
     if (!paths.every((parts) => parts.length > depth + 2 && parts[depth] === first)) return depth;
+    if (new Set(paths.map((parts) => parts[depth + 1])).size > most) return depth;
     depth += 1;
   }
 }

@@ -5,6 +5,26 @@
 import { PALETTE_SIZE, assignRunColours, runColour } from "./colours.js";
 import { keyMatcher, runLabels } from "./names.js";
 
+// Every run's name shortened (see names.js runLabels) to the most characters with which
+// each fits the run list beside its box and swatch, in the list's own font.
+function fittingLabels(runs, list) {
+  const style = getComputedStyle(list);
+  const context = document.createElement("canvas").getContext("2d");
+  context.font = style.fontSize + " " + style.fontFamily;
+  // The box, the swatch and their gaps take about three characters' height; a tenth is
+  // kept spare, as the page's text may lay out a little wider than the canvas measures.
+  const room = 0.9 * (list.clientWidth - 3.2 * parseFloat(style.fontSize));
+  let labels = runLabels(runs, 8);
+  for (let most = 40; most > 8; most--) {
+    const tried = runLabels(runs, most);
+    if ([...tried.values()].every((name) => context.measureText(name.short).width <= room)) {
+      labels = tried;
+      break;
+    }
+  }
+  return labels;
+}
+
 export function makeRuns(app) {
   const { state, $ } = app;
 
@@ -13,9 +33,10 @@ export function makeRuns(app) {
     return state.runs.filter(matches);
   }
 
-  // Every run's name as shown, shortened to what tells it from the others.
+  // Every run's name as shown, shortened to what tells it from the others and to as many
+  // characters as the run list has room for in its font.
   function nameRuns() {
-    state.runNames = runLabels(state.runs);
+    state.runNames = fittingLabels(state.runs, $("runs"));
   }
 
   function label(run) {
