@@ -22,7 +22,7 @@ from tensorboard.backend.event_processing import event_accumulator
 import histoscope
 from histoscope import _core
 from histoscope.view.page import bundle
-from histoscope.view.report import build_report
+from histoscope.view.report import build_report, write_report
 
 pytest_plugins = ["browser"]  # the browser, open_page and screenshot fixtures
 
@@ -187,3 +187,22 @@ def test_define_metric_is_stored_beside_the_histograms_and_other_readers_pass_ov
     accumulator.Reload()
     assert accumulator.Tags()["histograms"] == ["grads/fc"]
     shutil.rmtree(tmp_path / "p")
+
+
+def test_the_report_opens_on_its_findings_linked_to_their_cards(tmp_path: Path, open_page) -> None:
+    with histoscope.init("p", run_name="r", dir=tmp_path) as run:
+        for step in range(10):
+            gradients = np.random.default_rng(step).normal(size=500)
+            if step >= 6:
+                gradients[:5] = np.nan  # a diverged run: the diagnosis says so from step 6
+            run.add_histogram("gradients/fc", gradients, step=step)
+            run.add_histogram("parameters/fc", np.linspace(-1, 1, 500) * (1 + step), step=step)
+    page = open_page(write_report(tmp_path / "p", tmp_path / "report.html"))
+    expect(page.locator("#findings-count")).to_have_text("1 error", timeout=30000)
+    worst = page.locator("#worst-keys li")
+    expect(worst).to_have_text("gradients/fc error: nonfinite in r")
+    worst.locator("a").click()
+    card = page.locator('article.card[data-tag="gradients/fc"]')
+    expect(card.locator(".chart")).to_be_focused()
+    expect(page.locator("body")).to_have_attribute("data-step", "6")
+    expect(card.locator(".findings")).to_have_text("\u26a0 nonfinite in r")
