@@ -274,6 +274,9 @@ export function makeCards(app) {
     card.speak(card.tag + " at step " + state.step);
   }
 
+  // The ridges' shades follow the page between light and dark.
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", redrawMounted);
+
   return { mount, unmount, load, reloadMounted, redrawMounted, openCard };
 }
 
