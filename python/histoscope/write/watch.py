@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import ShardedWarning, UnloggedWarning
 from .batched import bin_tensors
 from .histogram import Histogram
-from .options import WatchOptions
 from .optimizer import OptimizerWatch
+from .options import WatchOptions
 from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
 
