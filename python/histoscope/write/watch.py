@@ -25,6 +25,13 @@ group (``rank=``, 0 by default), merged by two collectives per logged step
 that write nothing need no run (`histoscope.watch` without `init` gives them
 a watch that only takes part). Tensors that are not sharded are logged by
 that rank alone, as under DistributedDataParallel.
+
+Compiled models. A ``torch.compile``d model (or the model inside it) is
+watched under its own names; the gradient hooks run after the compiled
+backward and add no graph break or recompilation. Activation hooks run
+outside the graphs (``torch.compiler.disable``): a graph break at each watched
+leaf, and never a recompilation, which reading the step inside a graph would
+cause at every step.
 """
 
 from __future__ import annotations
