@@ -10,6 +10,7 @@ parameters, gradients and activations logged both by PyTorch's SummaryWriter
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import warnings
@@ -23,6 +24,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 import histoscope as hs
 from histoscope import Finding
+from histoscope.diagnose import ROLES
 
 TORCH_RUN = "torch"
 HISTOSCOPE_RUN = "histoscope/p/hs"
@@ -212,11 +214,14 @@ def test_high_learning_rate_explodes_then_turns_nonfinite(
         assert by_kind["nonfinite"].severity == "error"
         assert by_kind["exploding"].first_step < by_kind["nonfinite"].first_step
         assert by_kind["exploding"].evidence["growth"] > 1e3
-    # histoscope counts NaN and infinities; torch's "auto" bins raise instead, so that series stops.
+    # histoscope counts NaN and infinities; torch's writer raises instead, so its series
+    # stop while the run's loss goes on, as NaN.
     counted = [f for f in findings if f.kind == "nonfinite" and f.run == HISTOSCOPE_RUN]
     assert all(f.evidence["nonfinite_count"] > 0 for f in counted)
     stopped = [f for f in findings if f.run == TORCH_RUN and "stops at step" in f.message]
-    assert stopped and all(f.key.endswith(".grad") for f in stopped)
+    assert stopped and all("loss is NaN or infinite from step" in f.message for f in stopped)
+    loss = next(f for f in findings if f.run == TORCH_RUN and f.key == "loss")
+    assert (loss.kind, loss.severity, loss.role) == ("nonfinite", "error", "loss")
 
 
 def test_large_negative_bias_before_relu_is_dead(trained: Callable[[str], Path]) -> None:
@@ -356,3 +361,18 @@ def test_chart_description_mentions_its_findings(trained: Callable[[str], Path])
     )
     assert "Diagnosis" not in hs.render(charts["outputs/3"], findings=findings)
     assert "Diagnosis" not in hs.render(charts["outputs/1"])
+
+
+def test_a_nan_scalar_is_nonfinite_and_roles_name_losses(tmp_path: Path) -> None:
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        for i in range(10):
+            run.add_histogram("weights/w", torch.randn(100), step=i)
+            run.log({"objective": math.nan if i >= 6 else 1.0, "lr": 0.1}, step=i)
+    (found,) = hs.diagnose(tmp_path)
+    assert (found.key, found.kind, found.role, found.first_step) == (
+        "objective", "nonfinite", "other", 6,
+    )  # fmt: skip
+    (found,) = hs.diagnose(tmp_path, roles={"objective": "loss"})
+    assert found.role == "loss" and found.severity == "error"
+    assert "loss" in ROLES
+    assert hs.diagnose(tmp_path, kinds=["dead"]) == []

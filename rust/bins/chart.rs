@@ -48,6 +48,7 @@ pub fn logdir_charts(logdir: Logdir, bins: usize, max_steps: Option<usize>) -> L
         series,
         reports,
         superseded,
+        ..
     } = logdir;
     LogdirCharts {
         charts: charts(&series, bins, max_steps),
@@ -87,6 +88,7 @@ mod tests {
             series: vec![series],
             reports: vec![FileReport::new(Path::new("r/events"))],
             superseded: [("r".to_owned(), 2)].into(),
+            ..Default::default()
         };
         let charted = logdir_charts(logdir, 2, Some(3));
         assert_eq!(charted.runs, vec!["empty", "r"]);

@@ -11,6 +11,10 @@ const DEAD_SHARE: f64 = 0.95;
 /// Activations with at least this share at the ends of ±1 (or of 0 and 1) are saturated:
 /// a converged tanh classifier had 62% there, tanh fed inputs 30 times too large 93%.
 const SATURATED_SHARE: f64 = 0.75;
+/// Or, however coarse the buckets, whose mean slope is at most this share of the
+/// function's peak: `StepProfile::tanh_slope` or `sigmoid_slope`, exact from the
+/// stored mean and std (a sigmoid piled at 0 and 1 with std 0.476 keeps 9%).
+const SATURATED_SLOPE: f64 = 0.25;
 /// A range in [0, 1] needs this much mass at its top end too, so that a ReLU's zeros are not read as a sigmoid's 0.
 const SATURATED_TOP_SHARE: f64 = 0.1;
 /// How far outside ±1 a bounded range may reach (bucket edges and float rounding).
@@ -40,41 +44,69 @@ pub(super) fn dead(cx: &Context<'_>) -> Option<Finding> {
     ))
 }
 
-/// The share of a step's mass at the ends of its bounded range, if its values lie in ±1 or in [0, 1].
-fn end_share(p: &StepProfile) -> Option<(f64, &'static str)> {
-    let high = 1.0 + BOUND_SLACK;
-    if p.max > high || p.min < -high {
-        return None;
+/// How a step's values sit in their bounded range, if they lie in ±1 or in [0, 1].
+#[derive(Clone, Copy)]
+struct Bounded {
+    /// The share of the mass at the ends, from the buckets.
+    end_share: f64,
+    /// The mean slope of tanh or of the sigmoid there, over its peak, from the moments.
+    slope: f64,
+    bounds: &'static str,
+}
+
+impl Bounded {
+    fn of(p: &StepProfile) -> Option<Bounded> {
+        let high = 1.0 + BOUND_SLACK;
+        if p.max > high || p.min < -high {
+            return None;
+        }
+        if p.min < 0.0 {
+            return Some(Bounded {
+                end_share: p.tanh_ends.0 + p.tanh_ends.1,
+                slope: p.tanh_slope(),
+                bounds: "-1 and 1",
+            });
+        }
+        let (low, top) = p.sigmoid_ends;
+        (top >= SATURATED_TOP_SHARE).then_some(Bounded {
+            end_share: low + top,
+            slope: p.sigmoid_slope(),
+            bounds: "0 and 1",
+        })
     }
-    if p.min < 0.0 {
-        return Some((p.tanh_ends.0 + p.tanh_ends.1, "-1 and 1"));
+
+    fn saturated(self) -> bool {
+        self.end_share >= SATURATED_SHARE || self.slope <= SATURATED_SLOPE
     }
-    let (low, top) = p.sigmoid_ends;
-    (top >= SATURATED_TOP_SHARE).then_some((low + top, "0 and 1"))
 }
 
 pub(super) fn saturated(cx: &Context<'_>) -> Option<Finding> {
     let valued = cx.valued();
-    let ends: Vec<Option<(f64, &str)>> =
-        valued.iter().map(|&i| end_share(&cx.profiles[i])).collect();
-    let flags: Vec<bool> = ends
+    let bounded: Vec<Option<Bounded>> = valued
         .iter()
-        .map(|e| e.is_some_and(|(share, _)| share >= SATURATED_SHARE))
+        .map(|&i| Bounded::of(&cx.profiles[i]))
+        .collect();
+    let flags: Vec<bool> = bounded
+        .iter()
+        .map(|b| b.is_some_and(Bounded::saturated))
         .collect();
     let (a, b) = sustained(&flags)?;
     let (first, last) = (valued[a], valued[b]);
-    let share = median(ends[a..=b].iter().flatten().map(|&(s, _)| s));
-    let (_, bounds) = ends[a]?;
+    let share = median(bounded[a..=b].iter().flatten().map(|b| b.end_share));
+    let slope = median(bounded[a..=b].iter().flatten().map(|b| b.slope));
+    let bounds = bounded[a]?.bounds;
     Some(cx.finding(
         Kind::Saturated,
         (first, last),
         Severity::Warning,
-        &[("end_share", share)],
+        &[("end_share", share), ("mean_slope", slope)],
         format!(
-            "{} of the activations are piled at the ends of their range, {bounds}, from step {}: saturated \
-             units pass almost no gradient; scale or normalize their inputs",
-            percent(share),
-            cx.steps[first]
+            "the activations are piled at the ends of their range, {bounds}, from step {}: the \
+             function's slope there averages {} of its peak ({} within 5% of the ends by the \
+             buckets); saturated units pass almost no gradient; scale or normalize their inputs",
+            cx.steps[first],
+            percent(slope.max(0.0)),
+            percent(share)
         ),
     ))
 }

@@ -1,6 +1,11 @@
-//! The rules for gradients: vanishing, against the run's other layers, a floor and the
-//! series' own start, and the bias that gets no gradient by construction.
+//! The rules for gradients: vanishing, against the run's other layers of the same kind,
+//! a floor and the series' own start, and the bias that gets no gradient by construction.
+//!
+//! Under an adaptive optimizer (Adam and its kin, as `watch` notes it) a step
+//! does not shrink with its gradient, so a small but steady gradient is judged
+//! against the other layers only where its parameter stopped moving.
 
+use super::optimizer::OptimizerKind;
 use super::rules::{power_of_ten, sci, sustained, Context};
 use super::{Finding, Kind, Severity};
 
@@ -27,9 +32,19 @@ pub(super) fn vanishing(cx: &Context<'_>) -> Option<Finding> {
         return Some(finding);
     }
     let early = cx.early_scale(&valued);
+    let adaptive = cx.optimizer == Some(OptimizerKind::Adaptive);
+    // Under an adaptive optimizer, only a parameter standing still shows that a
+    // small gradient stopped it.
+    let compares_with_layers = |i: usize| {
+        !adaptive
+            || cx
+                .parameter_stopped
+                .as_ref()
+                .is_some_and(|stopped| stopped[i])
+    };
     let why = |i: usize| -> Option<Vanished> {
         let scale = cx.profiles[i].scale();
-        if let Some((reference, key)) = cx.reference[i] {
+        if let Some((reference, key)) = cx.reference[i].filter(|_| compares_with_layers(i)) {
             if scale < VANISHING_VS_LAYERS * reference {
                 return Some(Vanished::VsLayer(reference, key.to_owned()));
             }
@@ -60,11 +75,16 @@ pub(super) fn vanishing(cx: &Context<'_>) -> Option<Finding> {
                 ("ratio", scale / reference),
             ],
             format!(
-                "gradient scale is {} from step {from}, {} times smaller than {key}'s: \
+                "gradient scale is {} from step {from}, {} times smaller than {key}'s{}: \
                  vanishing gradients; use ReLU-like activations, normalization or residual \
                  connections",
                 sci(scale),
-                power_of_ten(reference / scale)
+                power_of_ten(reference / scale),
+                if adaptive {
+                    ", and under its adaptive optimizer its parameter stopped moving"
+                } else {
+                    ""
+                }
             ),
         ),
         Vanished::VsStart => (

@@ -4,31 +4,40 @@
 //! and at the ends of bounded ranges; `histograms::profile`, which the viewer's
 //! index reads too) from its stored statistics or its buckets; the rules in
 //! `rules` then compare profiles along a series, against its own early steps
-//! and against the run's other gradients. The thresholds,
-//! and why they have their values, are in `rules` and `docs/diagnosis.md`.
+//! and against the run's other gradients, weighing what the run's files hold
+//! besides histograms ([`RunEvidence`]: its scalars, whose losses show a
+//! divergence, and the optimizer `watch` noted). The thresholds, and why they
+//! have their values, are in `rules` and `docs/diagnosis.md`.
 
 mod activations;
 mod gradients;
+mod optimizer;
 mod roles;
 mod rules;
 mod runs;
+mod scalars;
 mod series;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 
 use rayon::prelude::*;
 use thiserror::Error;
 
+pub use optimizer::OptimizerKind;
 pub use roles::{role_of, Role};
 pub use series::{SeriesView, StepBuckets};
 
 use crate::histograms::profile::{profile, StepProfile};
 use crate::histograms::series::Series;
+pub use crate::logdir::evidence::RunEvidence;
 use runs::RunSummary;
+
+/// Each run's evidence besides histograms, by run name.
+pub type Evidence = BTreeMap<String, RunEvidence>;
 
 /// What went wrong in a series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -121,7 +130,9 @@ pub struct Finding {
 /// Why diagnosis could not run.
 #[derive(Debug, Error, PartialEq)]
 pub enum DiagnoseError {
-    #[error("unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed")]
+    #[error(
+        "unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed"
+    )]
     UnknownKind(String),
     #[error("roles[{key:?}]: {problem}")]
     UnknownRole { key: String, problem: String },
@@ -160,27 +171,34 @@ impl Options {
             .collect::<Result<_, _>>()?;
         Ok(Options { kinds, roles })
     }
+
+    /// The role of `key`: the one given for it, else the one its words say.
+    pub fn role(&self, key: &str) -> Role {
+        self.roles.get(key).copied().unwrap_or_else(|| role_of(key))
+    }
 }
 
-/// [`diagnose`] of series loaded from a log directory.
-pub fn diagnose_loaded(series: &[Series], options: &Options) -> Vec<Finding> {
+/// [`diagnose`] of series loaded from a log directory, with its runs' evidence.
+pub fn diagnose_loaded(series: &[Series], evidence: &Evidence, options: &Options) -> Vec<Finding> {
     let views: Vec<SeriesView<'_>> = series.iter().map(SeriesView::from).collect();
-    diagnose(&views, options)
+    diagnose(&views, evidence, options)
 }
 
 /// [`diagnose`] of series handed in as arrays, each first checked to fit together.
 pub fn diagnose_checked(
     series: &[SeriesView<'_>],
+    evidence: &Evidence,
     options: &Options,
 ) -> Result<Vec<Finding>, DiagnoseError> {
     series.iter().try_for_each(SeriesView::check)?;
-    Ok(diagnose(series, options))
+    Ok(diagnose(series, evidence, options))
 }
 
-/// Finds the problems of every series, each series profiled on its own core.
+/// Finds the problems of every series, each series profiled on its own core, and
+/// of every scalar of `evidence`.
 ///
 /// Findings come sorted by run, key, kind and first step.
-pub fn diagnose(series: &[SeriesView<'_>], options: &Options) -> Vec<Finding> {
+pub fn diagnose(series: &[SeriesView<'_>], evidence: &Evidence, options: &Options) -> Vec<Finding> {
     let profiles: Vec<Vec<StepProfile>> = series
         .par_iter()
         .map(|s| {
@@ -189,34 +207,41 @@ pub fn diagnose(series: &[SeriesView<'_>], options: &Options) -> Vec<Finding> {
                 .collect()
         })
         .collect();
-    let roles: Vec<Role> = series
-        .iter()
-        .map(|s| {
-            options
-                .roles
-                .get(s.tag)
-                .copied()
-                .unwrap_or_else(|| role_of(s.tag))
-        })
-        .collect();
-    let runs = RunSummary::of(series, &profiles, &roles);
-    let mut findings: Vec<Finding> = (0..series.len())
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let s = &series[i];
-            let summary = &runs[s.run];
-            let context = rules::Context {
-                run: s.run,
-                key: s.tag,
-                role: roles[i],
-                steps: s.steps,
-                profiles: &profiles[i],
-                reference: summary.reference(i, s.steps, series),
-                weight_of_bias: summary.weight_of_bias(s.tag, s.steps, series, &profiles),
-                run_last_step: summary.last_step,
-            };
-            rules::findings(&context)
-        })
+    let roles: Vec<Role> = series.iter().map(|s| options.role(s.tag)).collect();
+    let runs = RunSummary::of(series, &profiles, &roles, evidence, options);
+    let histograms = (0..series.len()).into_par_iter().flat_map_iter(|i| {
+        let s = &series[i];
+        let summary = &runs[s.run];
+        let context = rules::Context {
+            run: s.run,
+            key: s.tag,
+            role: roles[i],
+            steps: s.steps,
+            profiles: &profiles[i],
+            reference: summary.reference(i, s.steps, series),
+            weight_of_bias: summary.weight_of_bias(s.tag, s.steps, series, &profiles),
+            parameter_stopped: summary.parameter_stopped(s.tag, s.steps, series, &profiles),
+            run_last_step: summary.last_step,
+            run_interval: summary.interval,
+            loss: summary.loss.as_ref(),
+            nonfinite_scalar: summary
+                .nonfinite_scalar
+                .as_ref()
+                .map(|(tag, step)| (tag.as_str(), *step)),
+            optimizer: summary.optimizer,
+        };
+        rules::findings(&context)
+    });
+    let scalars = evidence.iter().flat_map(|(run, evidence)| {
+        evidence
+            .scalars
+            .iter()
+            .filter_map(|s| scalars::nonfinite_scalar(run, s, options.role(&s.tag)))
+    });
+    let mut findings: Vec<Finding> = histograms
+        .collect::<Vec<_>>()
+        .into_iter()
+        .chain(scalars)
         .filter(|f| options.kinds.as_ref().is_none_or(|k| k.contains(&f.kind)))
         .collect();
     findings.sort_by(|a, b| {

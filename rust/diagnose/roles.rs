@@ -1,4 +1,5 @@
-//! What a histogram key holds (gradients, parameters, activations), read from its name.
+//! What a key holds (gradients, parameters, activations, a loss), read from its name, and
+//! what else its words say: the tensor a gradient belongs to, and its kind of layer.
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,18 +10,21 @@ pub enum Role {
     Gradient,
     Parameter,
     Activation,
+    /// A loss: as a scalar, its rise is evidence that the run's values explode.
+    Loss,
     /// Anything else: only the rules that hold for any values apply (nonfinite, exploding growth).
     Other,
 }
 
 impl Role {
-    pub const NAMES: [&'static str; 4] = ["gradient", "parameter", "activation", "other"];
+    pub const NAMES: [&'static str; 5] = ["gradient", "parameter", "activation", "loss", "other"];
 
     pub fn name(self) -> &'static str {
         match self {
             Role::Gradient => "gradient",
             Role::Parameter => "parameter",
             Role::Activation => "activation",
+            Role::Loss => "loss",
             Role::Other => "other",
         }
     }
@@ -40,6 +44,7 @@ impl FromStr for Role {
             "gradient" => Ok(Role::Gradient),
             "parameter" => Ok(Role::Parameter),
             "activation" => Ok(Role::Activation),
+            "loss" => Ok(Role::Loss),
             "other" => Ok(Role::Other),
             _ => Err(format!(
                 "unknown role {s:?}: expected one of {}",
@@ -75,13 +80,22 @@ const ACTIVATION_WORDS: &[&str] = &[
     "sigmoid",
 ];
 
+// A loss by any of these words (`loss`, `train/loss`, `epoch_loss`, `val_nll`),
+// unless a word says it is a loss's scale (mixed precision's `loss_scale`).
+const LOSS_WORDS: &[&str] = &["loss", "losses", "nll"];
+const NOT_LOSS_WORDS: &[&str] = &["scale", "scaler", "scaling"];
+
+/// The characters that separate the words of a key.
+pub(super) const SEPARATORS: [char; 6] = ['/', '.', '_', '-', ' ', ':'];
+
+fn words(key: &str) -> Vec<String> {
+    key.split(SEPARATORS).map(str::to_ascii_lowercase).collect()
+}
+
 /// The role of `key` from its words: the first word if it says one (`parameters/relu.weight`
-/// is a parameter), else any word, gradient before activation before parameter.
+/// is a parameter), else any word, gradient before activation before parameter before loss.
 pub fn role_of(key: &str) -> Role {
-    let words: Vec<String> = key
-        .split(['/', '.', '_', '-', ' ', ':'])
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let words = words(key);
     if let Some(role) = words.first().and_then(|w| role_of_word(w)) {
         return role;
     }
@@ -92,8 +106,60 @@ pub fn role_of(key: &str) -> Role {
         Role::Activation
     } else if has(PARAMETER_WORDS) {
         Role::Parameter
+    } else if has(LOSS_WORDS) && !has(NOT_LOSS_WORDS) {
+        Role::Loss
     } else {
         Role::Other
+    }
+}
+
+/// The tensor a gradient or parameter key names, the same for both: `fc.weight` for
+/// `gradients/fc.weight`, `parameters/fc.weight`, `grads/fc.weight`, `weights/fc.weight`,
+/// `fc.weight.grad`, `fc.weight_grad` and `fc.weight`. Gradient words go wherever they
+/// are; a leading word that says a role goes when more words follow it.
+pub(super) fn tensor_name(key: &str) -> String {
+    let is = |part: &str, list: &[&str]| {
+        list.contains(
+            &part
+                .trim_end_matches(SEPARATORS)
+                .to_ascii_lowercase()
+                .as_str(),
+        )
+    };
+    let mut parts: Vec<&str> = key
+        .split_inclusive(SEPARATORS)
+        .filter(|part| !is(part, GRADIENT_WORDS))
+        .collect();
+    if parts.len() > 1 && (is(parts[0], PARAMETER_WORDS) || is(parts[0], ACTIVATION_WORDS)) {
+        parts.remove(0);
+    }
+    parts.concat().trim_end_matches(SEPARATORS).to_owned()
+}
+
+/// Gradients that only compare with each other across layers: those of a very
+/// different kind of layer can be orders of magnitude apart in a healthy run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct LayerKind {
+    /// An attention layer's query or key: with near-uniform attention (any
+    /// freshly initialised one) their gradients are 10⁵ to 10⁶ times below a
+    /// classifier's.
+    pub query_or_key: bool,
+    /// A bias: its gradient is the mean of the errors, a weight's is scaled by the inputs.
+    pub bias: bool,
+}
+
+// Words of a query or key projection (`attention.self.query`, `q_proj`, `to_k`, `wq`);
+// with a value word too (`query_key_value`, `qkv`) it is a fused projection, not one.
+const QUERY_KEY_WORDS: &[&str] = &["query", "key", "q", "k", "wq", "wk"];
+const VALUE_WORDS: &[&str] = &["value", "v", "wv", "qkv"];
+
+/// The kind of layer a gradient's key names, by its words.
+pub(super) fn layer_kind(key: &str) -> LayerKind {
+    let words = words(key);
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    LayerKind {
+        query_or_key: has(QUERY_KEY_WORDS) && !has(VALUE_WORDS),
+        bias: has(&["bias"]),
     }
 }
 
@@ -132,7 +198,58 @@ mod tests {
         assert_eq!(role_of("model/outputs"), Role::Activation);
         assert_eq!(role_of("hist/normal"), Role::Other);
         // Words, not substrings: "gradual" and "weighted" say nothing.
-        assert_eq!(role_of("gradual/weighted_loss"), Role::Other);
+        assert_eq!(role_of("gradual/weighted_sum"), Role::Other);
+    }
+
+    #[test]
+    fn losses_by_name() {
+        for key in [
+            "loss",
+            "train/loss",
+            "epoch_loss",
+            "Loss/train",
+            "val/nll",
+            "weighted_loss",
+        ] {
+            assert_eq!(role_of(key), Role::Loss, "{key}");
+        }
+        assert_eq!(role_of("loss_scale"), Role::Other);
+        assert_eq!(role_of("grad_norm"), Role::Gradient);
+        assert_eq!(role_of("learning_rate"), Role::Other);
+    }
+
+    #[test]
+    fn gradients_and_parameters_name_the_same_tensor() {
+        for key in [
+            "gradients/fc.weight",
+            "parameters/fc.weight",
+            "grads/fc.weight",
+            "weights/fc.weight",
+            "fc.weight.grad",
+            "fc.weight_grad",
+            "fc.weight",
+        ] {
+            assert_eq!(tensor_name(key), "fc.weight", "{key}");
+        }
+        assert_eq!(tensor_name("gradients/weight"), "weight");
+        assert_eq!(tensor_name("weight.grad"), "weight");
+        assert_eq!(tensor_name("weight"), "weight");
+    }
+
+    #[test]
+    fn query_and_key_gradients_are_their_own_kind() {
+        let qk = |key| layer_kind(key).query_or_key;
+        assert!(qk(
+            "gradients/bert.encoder.layer.0.attention.self.query.weight"
+        ));
+        assert!(qk("layers.0.attn.k_proj.weight.grad"));
+        assert!(!qk(
+            "gradients/bert.encoder.layer.0.attention.self.value.weight"
+        ));
+        assert!(!qk("gradients/h.0.attn.query_key_value.weight"));
+        assert!(!qk("gradients/classifier.bias"));
+        assert!(layer_kind("gradients/classifier.bias").bias);
+        assert!(!layer_kind("gradients/classifier.weight").bias);
     }
 
     #[test]

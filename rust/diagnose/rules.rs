@@ -7,6 +7,8 @@
 
 use super::activations::{dead, saturated};
 use super::gradients::vanishing;
+use super::optimizer::OptimizerKind;
+use super::scalars::LossEvidence;
 use super::{Finding, Kind, Role, Severity};
 use crate::histograms::profile::StepProfile;
 
@@ -21,6 +23,8 @@ const SUSTAINED_STEPS: usize = 3;
 
 /// Values growing this many times above their early scale are exploding...
 const EXPLODING_GROWTH: f64 = 1e3;
+/// ...or this many times, where a loss of the run diverged too (see `scalars`).
+const EXPLODING_GROWTH_WITH_LOSS: f64 = 1e2;
 /// ...once their root mean square is at least this (so a zero-started bias growing is not).
 const EXPLODING_MIN_SCALE: f64 = 1.0;
 /// A gradient, parameter or activation this large is exploding, however it started.
@@ -43,7 +47,18 @@ pub(super) struct Context<'a> {
     pub reference: Vec<Option<(f64, &'a str)>>,
     /// For a bias's gradient, the key of its layer's weight's gradient and that one's scale at each step.
     pub weight_of_bias: Option<(&'a str, Vec<Option<f64>>)>,
+    /// For a gradient, whether its parameter stood still at each step (None: not logged).
+    pub parameter_stopped: Option<Vec<bool>>,
+    /// The last step of any event of the run, histograms and scalars.
     pub run_last_step: i64,
+    /// The run's median logging interval of histograms, for a series of one step.
+    pub run_interval: Option<f64>,
+    /// Evidence from a loss of the run that its values explode.
+    pub loss: Option<&'a LossEvidence>,
+    /// The run's first NaN or infinite scalar, its tag and step.
+    pub nonfinite_scalar: Option<(&'a str, i64)>,
+    /// How the run's optimizer steps, where known.
+    pub optimizer: Option<OptimizerKind>,
 }
 
 impl Context<'_> {
@@ -80,6 +95,23 @@ impl Context<'_> {
         let n = EARLY_STEPS.min(valued.len());
         median(valued[..n].iter().map(|&i| self.profiles[i].scale()))
     }
+
+    /// The smallest non-zero scale of the first `EARLY_STEPS` valued steps: what
+    /// growth is measured from, since values can explode by the second logged
+    /// step (Adam at a learning rate of 1); 0 where they are all 0.
+    fn start_scale(&self, valued: &[usize]) -> f64 {
+        let n = EARLY_STEPS.min(valued.len());
+        let smallest = valued[..n]
+            .iter()
+            .map(|&i| self.profiles[i].scale())
+            .filter(|&scale| scale > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        if smallest.is_finite() {
+            smallest
+        } else {
+            0.0
+        }
+    }
 }
 
 /// Every finding of one series.
@@ -93,7 +125,7 @@ pub(super) fn findings(cx: &Context<'_>) -> Vec<Finding> {
             out.extend(dead(cx));
             out.extend(saturated(cx));
         }
-        Role::Parameter | Role::Other => {}
+        Role::Parameter | Role::Loss | Role::Other => {}
     }
     // Dead and saturated units have no spread either: one finding says it.
     let explained = out
@@ -133,47 +165,72 @@ fn nonfinite(cx: &Context<'_>) -> Option<Finding> {
     stopped(cx)
 }
 
-/// PyTorch's `SummaryWriter` raises on NaN, so a diverged run's histograms just end.
+/// PyTorch's `SummaryWriter` raises on NaN, so a diverged run's histograms just end
+/// while its other events (its loss, as NaN) go on.
+///
+/// A series stopped when it ends `STOPPED_INTERVALS` of its logging intervals
+/// (its own, or the run's for a series of one step) before the run's last
+/// event; with no interval to go by, when a scalar of the run turned NaN or
+/// infinite after its last step.
 fn stopped(cx: &Context<'_>) -> Option<Finding> {
     let last = cx.steps.len().checked_sub(1)?;
-    let intervals: Vec<f64> = cx.steps.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
-    let interval = if intervals.is_empty() {
-        1.0
-    } else {
-        median(intervals.into_iter())
+    let end = cx.steps[last];
+    let gap = cx.run_last_step.checked_sub(end)?;
+    let interval = super::runs::logging_interval(cx.steps).or(cx.run_interval);
+    let nan_after = cx.nonfinite_scalar.filter(|&(_, step)| step >= end);
+    let stopped = match interval {
+        Some(interval) => gap as f64 >= STOPPED_INTERVALS * interval.max(1.0),
+        None => gap > 0 && nan_after.is_some(),
     };
-    let gap = (cx.run_last_step - cx.steps[last]) as f64;
-    if gap < STOPPED_INTERVALS * interval.max(1.0) {
+    if !stopped {
         return None;
     }
+    let mut evidence = vec![
+        ("last_step", end as f64),
+        ("run_last_step", cx.run_last_step as f64),
+    ];
+    let cause = match nan_after {
+        Some((tag, step)) => {
+            evidence.push(("nonfinite_scalar_step", step as f64));
+            format!("{tag} is NaN or infinite from step {step}, so its values probably turned non-finite")
+        }
+        None => "writers such as PyTorch's SummaryWriter raise on NaN or infinite values, so they \
+                 probably turned non-finite here"
+            .to_owned(),
+    };
     Some(cx.finding(
         Kind::Nonfinite,
         (last, last),
         Severity::Warning,
-        &[("last_step", cx.steps[last] as f64), ("run_last_step", cx.run_last_step as f64)],
+        &evidence,
         format!(
-            "stops at step {} while the run goes on to step {}: writers such as PyTorch's \
-             SummaryWriter raise on NaN or infinite values, so they probably turned non-finite here",
-            cx.steps[last], cx.run_last_step
+            "stops at step {end} while the run goes on to step {}: {cause}",
+            cx.run_last_step
         ),
     ))
 }
 
+/// Values that grew `EXPLODING_GROWTH` times their start (`EXPLODING_GROWTH_WITH_LOSS`
+/// where a loss of the run diverged), or any value of `EXPLODING_HUGE`.
 fn exploding(cx: &Context<'_>) -> Option<Finding> {
     let valued = cx.valued();
     if valued.is_empty() {
         return None;
     }
-    let early = cx.early_scale(&valued);
-    let huge_applies = cx.role != Role::Other;
+    let start = cx.start_scale(&valued);
+    let needed = if cx.loss.is_some() {
+        EXPLODING_GROWTH_WITH_LOSS
+    } else {
+        EXPLODING_GROWTH
+    };
+    let huge_applies = !matches!(cx.role, Role::Other | Role::Loss);
     let flagged: Vec<usize> = valued
         .iter()
         .copied()
         .filter(|&i| {
             let p = &cx.profiles[i];
-            let grew = early > 0.0
-                && p.scale() >= EXPLODING_GROWTH * early
-                && p.scale() >= EXPLODING_MIN_SCALE;
+            let grew =
+                start > 0.0 && p.scale() >= needed * start && p.scale() >= EXPLODING_MIN_SCALE;
             grew || (huge_applies && p.max_abs() >= EXPLODING_HUGE)
         })
         .collect();
@@ -191,26 +248,34 @@ fn exploding(cx: &Context<'_>) -> Option<Finding> {
         .iter()
         .map(|&i| cx.profiles[i].max_abs())
         .fold(0.0, f64::max);
-    let growth = if early > 0.0 {
-        peak / early
+    let growth = if start > 0.0 {
+        peak / start
     } else {
         f64::INFINITY
+    };
+    let mut evidence = vec![
+        ("early_scale", start),
+        ("peak_scale", peak),
+        ("growth", growth),
+        ("max_abs", max_abs),
+    ];
+    let loss = match cx.loss {
+        Some(loss) => {
+            evidence.extend(loss.numbers());
+            format!(", while {}", loss.cited())
+        }
+        None => String::new(),
     };
     Some(cx.finding(
         Kind::Exploding,
         (first, last),
         Severity::Error,
-        &[
-            ("early_scale", early),
-            ("peak_scale", peak),
-            ("growth", growth),
-            ("max_abs", max_abs),
-        ],
+        &evidence,
         format!(
-            "{} scale grows from {} to {} ({} times) from step {}, largest value {}: \
+            "{} scale grows from {} to {} ({} times) from step {}, largest value {}{loss}: \
              exploding {}s; lower the learning rate or clip gradients",
             cx.role,
-            sci(early),
+            sci(start),
             sci(peak),
             sci(growth),
             cx.steps[first],
@@ -301,6 +366,7 @@ pub(super) fn noun(role: Role) -> &'static str {
         Role::Gradient => "gradient",
         Role::Parameter => "parameter",
         Role::Activation => "activation",
+        Role::Loss => "loss",
         Role::Other => "value",
     }
 }

@@ -1,58 +1,115 @@
-//! What the rules of one series need from the rest of its run: its end and its other gradients.
+//! What the rules of one series need from the rest of its run: its end, its logging
+//! interval, its other gradients and parameters, its loss and its optimizer.
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Role, SeriesView};
+use super::optimizer::OptimizerKind;
+use super::roles::{layer_kind, tensor_name, LayerKind};
+use super::rules::median;
+use super::scalars::{run_loss_evidence, LossEvidence};
+use super::{Evidence, Options, Role, SeriesView};
 use crate::histograms::profile::StepProfile;
+use crate::logdir::evidence::RunEvidence;
 
 /// What the rules of one series need from the rest of its run.
 pub(super) struct RunSummary {
-    /// The last step of any series of the run: a series ending well before it stopped.
+    /// The last step of any event of the run, histogram or scalar: a series
+    /// ending well before it stopped.
     pub last_step: i64,
-    /// For each step, the two largest gradient scales of the run's series, with the series' index.
-    gradient_top: BTreeMap<i64, [(usize, f64); 2]>,
+    /// The median logging interval of the run's histogram series that have one.
+    pub interval: Option<f64>,
+    /// Evidence from the run's losses that its values explode.
+    pub loss: Option<LossEvidence>,
+    /// The first NaN or infinite scalar of the run: its tag and step.
+    pub nonfinite_scalar: Option<(String, i64)>,
+    /// How the run's optimizer steps, where `watch` noted it and its kind is known.
+    pub optimizer: Option<OptimizerKind>,
+    /// For each kind of layer and step, the two largest gradient scales of that kind, with the series' index.
+    gradient_top: HashMap<LayerKind, BTreeMap<i64, [(usize, f64); 2]>>,
     /// The run's gradient series by key.
     gradients: HashMap<String, usize>,
+    /// The run's parameter series by the tensor they name.
+    parameters: HashMap<String, usize>,
 }
 
 impl RunSummary {
+    fn new(evidence: Option<&RunEvidence>, options: &Options) -> RunSummary {
+        let empty = RunEvidence::default();
+        let evidence = evidence.unwrap_or(&empty);
+        let scalars = evidence.scalars.iter().map(|s| (s, options.role(&s.tag)));
+        let nonfinite_scalar = evidence
+            .scalars
+            .iter()
+            .filter_map(|s| {
+                let i = s.values.iter().position(|v| !v.is_finite())?;
+                Some((s.tag.clone(), s.steps[i]))
+            })
+            .min_by_key(|(_, step)| *step);
+        RunSummary {
+            last_step: evidence.last_step().unwrap_or(i64::MIN),
+            interval: None,
+            loss: run_loss_evidence(scalars),
+            nonfinite_scalar,
+            optimizer: OptimizerKind::of(&evidence.optimizer),
+            gradient_top: HashMap::new(),
+            gradients: HashMap::new(),
+            parameters: HashMap::new(),
+        }
+    }
+
     pub fn of<'a>(
         series: &[SeriesView<'a>],
         profiles: &[Vec<StepProfile>],
         roles: &[Role],
+        evidence: &Evidence,
+        options: &Options,
     ) -> HashMap<&'a str, RunSummary> {
         let mut runs: HashMap<&str, RunSummary> = HashMap::new();
+        let mut intervals: HashMap<&str, Vec<f64>> = HashMap::new();
         for (i, s) in series.iter().enumerate() {
-            let run = runs.entry(s.run).or_insert_with(|| RunSummary {
-                last_step: i64::MIN,
-                gradient_top: BTreeMap::new(),
-                gradients: HashMap::new(),
-            });
+            let run = runs
+                .entry(s.run)
+                .or_insert_with(|| RunSummary::new(evidence.get(s.run), options));
             if let Some(&last) = s.steps.last() {
                 run.last_step = run.last_step.max(last);
             }
-            if roles[i] != Role::Gradient {
-                continue;
+            if let Some(interval) = logging_interval(s.steps) {
+                intervals.entry(s.run).or_default().push(interval);
             }
-            run.gradients.insert(s.tag.to_owned(), i);
-            for (&step, p) in s.steps.iter().zip(&profiles[i]) {
-                if !p.has_values() {
-                    continue;
+            match roles[i] {
+                Role::Gradient => run.add_gradient(i, s, &profiles[i]),
+                Role::Parameter => {
+                    run.parameters.insert(tensor_name(s.tag), i);
                 }
-                let top = run
-                    .gradient_top
-                    .entry(step)
-                    .or_insert([(usize::MAX, f64::NEG_INFINITY); 2]);
-                let scale = p.scale();
-                if scale > top[0].1 {
-                    top[1] = top[0];
-                    top[0] = (i, scale);
-                } else if scale > top[1].1 {
-                    top[1] = (i, scale);
-                }
+                _ => {}
+            }
+        }
+        for (run, found) in intervals {
+            if let Some(summary) = runs.get_mut(run) {
+                summary.interval = Some(median(found.into_iter()));
             }
         }
         runs
+    }
+
+    fn add_gradient(&mut self, i: usize, s: &SeriesView<'_>, profiles: &[StepProfile]) {
+        self.gradients.insert(s.tag.to_owned(), i);
+        let tops = self.gradient_top.entry(layer_kind(s.tag)).or_default();
+        for (&step, p) in s.steps.iter().zip(profiles) {
+            if !p.has_values() {
+                continue;
+            }
+            let top = tops
+                .entry(step)
+                .or_insert([(usize::MAX, f64::NEG_INFINITY); 2]);
+            let scale = p.scale();
+            if scale > top[0].1 {
+                top[1] = top[0];
+                top[0] = (i, scale);
+            } else if scale > top[1].1 {
+                top[1] = (i, scale);
+            }
+        }
     }
 
     /// For the gradient of a bias, the gradient of the same layer's weight: its key and its
@@ -90,20 +147,61 @@ impl RunSummary {
         ))
     }
 
-    /// At each step of series `i`, the largest scale of another gradient of the run and its key.
+    /// At each step of series `i`, the largest scale of another gradient of the
+    /// run of the same kind of layer ([`layer_kind`]), and its key.
     pub fn reference<'a>(
         &self,
         i: usize,
         steps: &[i64],
         series: &[SeriesView<'a>],
     ) -> Vec<Option<(f64, &'a str)>> {
+        let tops = self.gradient_top.get(&layer_kind(series[i].tag));
         steps
             .iter()
             .map(|step| {
-                let top = self.gradient_top.get(step)?;
+                let top = tops?.get(step)?;
                 let (j, scale) = if top[0].0 == i { top[1] } else { top[0] };
                 (j != usize::MAX).then(|| (scale, series[j].tag))
             })
             .collect()
     }
+
+    /// For a gradient, at each of its steps: whether its parameter's histogram
+    /// (same tensor, see [`tensor_name`]) is exactly what it was at the
+    /// parameter's step before, the parameter standing still. None where the
+    /// run logs no such parameter.
+    pub fn parameter_stopped(
+        &self,
+        key: &str,
+        steps: &[i64],
+        series: &[SeriesView<'_>],
+        profiles: &[Vec<StepProfile>],
+    ) -> Option<Vec<bool>> {
+        let j = *self.parameters.get(&tensor_name(key))?;
+        let mut stopped_at: HashMap<i64, bool> = HashMap::new();
+        for (k, pair) in profiles[j].windows(2).enumerate() {
+            let same = pair[0].has_values()
+                && pair[1].has_values()
+                && [
+                    (pair[0].mean, pair[1].mean),
+                    (pair[0].std, pair[1].std),
+                    (pair[0].min, pair[1].min),
+                    (pair[0].max, pair[1].max),
+                ]
+                .iter()
+                .all(|&(a, b)| a == b);
+            stopped_at.insert(series[j].steps[k + 1], same);
+        }
+        Some(
+            steps
+                .iter()
+                .map(|s| stopped_at.get(s).copied().unwrap_or(false))
+                .collect(),
+        )
+    }
+}
+
+/// The median interval between a series' steps, if it has two.
+pub(super) fn logging_interval(steps: &[i64]) -> Option<f64> {
+    (steps.len() >= 2).then(|| median(steps.windows(2).map(|w| (w[1] - w[0]) as f64)))
 }

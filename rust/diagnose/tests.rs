@@ -3,6 +3,7 @@
 use super::*;
 use crate::histograms::series::Series;
 use crate::histograms::stats::Stats;
+use crate::logdir::evidence::ScalarSeries;
 
 /// A series of `steps.len()` steps, each a normal-like spread of `scale`
 /// (two point buckets at ±scale) and no stored stats.
@@ -25,9 +26,13 @@ fn series(run: &str, tag: &str, steps: &[i64], scales: &[f64]) -> Series {
 }
 
 fn run_rules(all: &[Series], options: &Options) -> Vec<Finding> {
+    run_with(all, &Evidence::new(), options)
+}
+
+fn run_with(all: &[Series], evidence: &Evidence, options: &Options) -> Vec<Finding> {
     let views: Vec<SeriesView<'_>> = all.iter().map(SeriesView::from).collect();
-    let checked = diagnose_checked(&views, options).unwrap();
-    assert_eq!(checked, diagnose_loaded(all, options));
+    let checked = diagnose_checked(&views, evidence, options).unwrap();
+    assert_eq!(checked, diagnose_loaded(all, evidence, options));
     checked
 }
 
@@ -161,7 +166,7 @@ fn bad_names_and_arrays_are_errors() {
     assert!(SeriesView::from(&s).check().is_err());
     let views = [SeriesView::from(&s)];
     assert!(matches!(
-        diagnose_checked(&views, &Options::default()),
+        diagnose_checked(&views, &Evidence::new(), &Options::default()),
         Err(DiagnoseError::BadSeries { .. })
     ));
 }
@@ -183,7 +188,7 @@ fn the_vocabularies_keep_the_python_apis_order() {
     assert!(kinds.iter().all(|k| k.parse::<Kind>().is_ok()));
     assert_eq!(
         Role::NAMES,
-        ["gradient", "parameter", "activation", "other"]
+        ["gradient", "parameter", "activation", "loss", "other"]
     );
     assert!(Role::NAMES.iter().all(|r| r.parse::<Role>().is_ok()));
     assert_eq!(
@@ -191,4 +196,219 @@ fn the_vocabularies_keep_the_python_apis_order() {
         ["info", "warning", "error"]
     );
     assert!(Severity::ALL.windows(2).all(|w| w[0] < w[1]));
+}
+
+/// A run's evidence: scalars logged at steps 0, 1, 2... and the optimizer's classes.
+fn evidence(run: &str, scalars: &[(&str, Vec<f64>)], optimizer: &[&str]) -> Evidence {
+    let scalars = scalars
+        .iter()
+        .map(|(tag, values)| ScalarSeries {
+            tag: (*tag).to_owned(),
+            steps: (0..values.len() as i64).collect(),
+            values: values.clone(),
+        })
+        .collect();
+    let optimizer = optimizer.iter().map(|c| (*c).to_owned()).collect();
+    [(run.to_owned(), RunEvidence { scalars, optimizer })].into()
+}
+
+/// A series whose stored stats give each step's mean and std (count 100 in [min, max]).
+fn with_stats(
+    tag: &str,
+    steps: &[i64],
+    buckets: &[f64],
+    moments: &[(f64, f64, f64, f64)],
+) -> Series {
+    let mut s = series("r", tag, &[], &[]);
+    for (&step, &(min, max, mean, std)) in steps.iter().zip(moments) {
+        s.steps.push(step);
+        s.wall_times.push(step as f64);
+        s.buckets.extend_from_slice(buckets);
+        s.offsets.push(s.buckets.len() / 3);
+        s.stats.push(Stats::from_array([
+            100.0, min, max, mean, std, 0.0, 0.0, 0.0,
+        ]));
+    }
+    s
+}
+
+#[test]
+fn growth_of_a_few_hundred_times_explodes_once_the_loss_diverged() {
+    // Parameters grow 470 times (std 0.07 to 33), short of 10^3, while the loss goes
+    // from 1.4 to 13: issue 19's first miss.
+    let scales = [0.07, 0.07, 0.1, 1.0, 5.0, 12.0, 20.0, 25.0, 30.0, 33.0];
+    let all = [series("r", "parameters/fc.weight", &STEPS, &scales)];
+    assert_eq!(run_rules(&all, &Options::default()), vec![]);
+    let mut loss: Vec<f64> = vec![1.4, 1.3, 1.5, 3.0, 8.0, 13.0, 13.0, 12.0, 13.0, 13.0];
+    let diverged = evidence("r", &[("train/loss", loss.clone())], &[]);
+    let found = run_with(&all, &diverged, &Options::default());
+    assert_eq!(
+        kinds(&found),
+        vec![("parameters/fc.weight", Kind::Exploding, Severity::Error)]
+    );
+    assert!(found[0]
+        .message
+        .contains("while train/loss rises from 1.4e0 to 1.3e1 from step 4"));
+    assert_eq!(found[0].evidence[4], ("loss_rise".to_owned(), 13.0 / 1.4));
+    // A loss that falls is no evidence.
+    loss.reverse();
+    let healthy = evidence("r", &[("train/loss", loss)], &[]);
+    assert_eq!(run_with(&all, &healthy, &Options::default()), vec![]);
+}
+
+#[test]
+fn histograms_that_stop_while_the_loss_goes_on_as_nan() {
+    // Every histogram ends at step 0 (the writer refused the NaN after it); the loss
+    // goes on to step 9 as NaN: issue 19's second miss.
+    let all = [
+        series("r", "0.weight", &[0], &[0.1]),
+        series("r", "0.weight.grad", &[0], &[0.01]),
+    ];
+    let mut loss = vec![f64::NAN; 10];
+    loss[0] = 1.4;
+    let found = run_with(
+        &all,
+        &evidence("r", &[("loss", loss)], &[]),
+        &Options::default(),
+    );
+    assert_eq!(
+        kinds(&found),
+        vec![
+            ("0.weight", Kind::Nonfinite, Severity::Warning),
+            ("0.weight.grad", Kind::Nonfinite, Severity::Warning),
+            ("loss", Kind::Nonfinite, Severity::Error),
+        ]
+    );
+    assert!(found[0].message.contains(
+        "stops at step 0 while the run goes on to step 9: loss is NaN or infinite from step 1"
+    ));
+    assert_eq!(
+        (found[2].role, found[2].first_step, found[2].last_step),
+        (Role::Loss, 1, 9)
+    );
+    // Without NaN, one histogram at step 0 and a loss to step 9 say nothing: no interval.
+    let finite = evidence("r", &[("loss", vec![1.0; 10])], &[]);
+    assert_eq!(run_with(&all, &finite, &Options::default()), vec![]);
+    // The run's last event counts, scalars included, for a series with an interval too.
+    let every_other = [series("r", "0.weight", &[0, 2, 4], &[0.1; 3])];
+    let found = run_with(&every_other, &finite, &Options::default());
+    assert_eq!(
+        kinds(&found),
+        vec![("0.weight", Kind::Nonfinite, Severity::Warning)]
+    );
+}
+
+#[test]
+fn a_sigmoid_at_0_and_1_saturates_however_coarse_its_top_bucket() {
+    // PyTorch's buckets near 1: [0, 0.091] holds half the values, [0.909, 1] the other
+    // half; spread evenly, 45% fall in the last 5% of the range, but a std of 0.476
+    // around 0.5 says they sit at the ends: issue 19's third miss.
+    let buckets = [0.0, 0.091, 50.0, 0.091, 0.909, 1.0, 0.909, 1.0, 49.0];
+    let moments = [(1e-6, 0.999_999, 0.5, 0.476); 10];
+    let all = [with_stats("1/activations", &STEPS, &buckets, &moments)];
+    let found = run_rules(&all, &Options::default());
+    assert_eq!(
+        kinds(&found),
+        vec![("1/activations", Kind::Saturated, Severity::Warning)]
+    );
+    let slope = found[0].evidence[1].1;
+    assert!((slope - 4.0 * (0.25 - 0.476 * 0.476)).abs() < 1e-12);
+    assert!(found[0].evidence[0].1 < 0.75, "{:?}", found[0].evidence);
+    // A healthy sigmoid (std 0.17) in the same buckets is not saturated.
+    let healthy = [(0.01, 0.99, 0.5, 0.17); 10];
+    let all = [with_stats("1/activations", &STEPS, &buckets, &healthy)];
+    assert_eq!(run_rules(&all, &Options::default()), vec![]);
+}
+
+#[test]
+fn attention_queries_and_keys_under_adam_are_not_vanishing() {
+    // A fresh attention layer's query gradient 10^6 below the classifier bias's, and
+    // logged parameters that move: issue 19's fourth false alarm.
+    let all = [
+        series(
+            "r",
+            "gradients/attention.self.query.weight",
+            &STEPS,
+            &[1e-7; 10],
+        ),
+        series("r", "gradients/classifier.bias", &STEPS, &[0.1; 10]),
+        series("r", "gradients/classifier.weight", &STEPS, &[0.05; 10]),
+        series(
+            "r",
+            "parameters/attention.self.query.weight",
+            &STEPS,
+            &[
+                0.020, 0.021, 0.022, 0.023, 0.024, 0.025, 0.026, 0.027, 0.028, 0.029,
+            ],
+        ),
+    ];
+    // Without the optimizer, a query is compared with queries and keys only.
+    assert_eq!(run_rules(&all, &Options::default()), vec![]);
+    // Another query or key far above it still counts: both are that kind of layer.
+    let mut with_key = all.to_vec();
+    with_key.push(series(
+        "r",
+        "gradients/attention.self.key.weight",
+        &STEPS,
+        &[0.01; 10],
+    ));
+    let found = run_rules(&with_key, &Options::default());
+    assert_eq!(
+        kinds(&found),
+        vec![(
+            "gradients/attention.self.query.weight",
+            Kind::Vanishing,
+            Severity::Warning
+        )]
+    );
+    // Under Adam, only where the parameter stops moving...
+    let adam = evidence("r", &[], &["torch.optim.adamw.AdamW"]);
+    assert_eq!(run_with(&with_key, &adam, &Options::default()), vec![]);
+    let mut stuck = with_key.clone();
+    stuck[3] = series(
+        "r",
+        "parameters/attention.self.query.weight",
+        &STEPS,
+        &[0.02; 10],
+    );
+    let found = run_with(&stuck, &adam, &Options::default());
+    assert_eq!(found.len(), 1);
+    assert!(found[0].message.contains("its parameter stopped moving"));
+    // ...or its gradient falls far below its own start.
+    let mut falling = with_key.clone();
+    let scales = [1e-2, 1e-2, 1e-2, 1e-4, 1e-7, 1e-7, 1e-7, 1e-7, 1e-7, 1e-7];
+    falling[0] = series(
+        "r",
+        "gradients/attention.self.query.weight",
+        &STEPS,
+        &scales,
+    );
+    let found = run_with(&falling, &adam, &Options::default());
+    assert_eq!(found.len(), 1);
+    assert!(found[0].message.contains("times smaller than at the start"));
+    // Under SGD the kinds of layer still hold apart.
+    let sgd = evidence("r", &[], &["torch.optim.sgd.SGD"]);
+    assert_eq!(run_with(&all, &sgd, &Options::default()), vec![]);
+}
+
+#[test]
+fn a_nan_scalar_is_nonfinite_and_a_loss_role_can_be_given() {
+    let all = [series("r", "parameters/w", &STEPS, &[0.1; 10])];
+    let mut objective = vec![1.0; 10];
+    objective[9] = f64::INFINITY;
+    let ev = evidence("r", &[("objective", objective.clone())], &[]);
+    let found = run_with(&all, &ev, &Options::default());
+    assert_eq!(
+        kinds(&found),
+        vec![("objective", Kind::Nonfinite, Severity::Error)]
+    );
+    assert_eq!(found[0].role, Role::Other);
+    let options = Options::parse(None, vec![("objective".into(), "loss".into())]).unwrap();
+    let found = run_with(&all, &ev, &options);
+    assert_eq!(found[0].role, Role::Loss);
+    // A run with scalars and no histograms is diagnosed too; kinds still choose.
+    let found = run_with(&[], &ev, &Options::default());
+    assert_eq!(found.len(), 1);
+    let options = Options::parse(Some(vec!["dead".into()]), vec![]).unwrap();
+    assert_eq!(run_with(&[], &ev, &options), vec![]);
 }

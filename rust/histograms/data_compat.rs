@@ -1,4 +1,5 @@
-//! Histogram payloads to buckets: rows of (left edge, right edge, count), in float64.
+//! Histogram payloads to buckets: rows of (left edge, right edge, count), in float64;
+//! and the one number of a `scalars` plugin tensor.
 //!
 //! Legacy `HistogramProto`s are converted as TensorBoard's `data_compat.py`
 //! does, but without its cast to float32; `histograms` plugin tensors are
@@ -109,6 +110,26 @@ pub fn tensor_buckets(t: &TensorView<'_>, out: &mut Vec<f64>) -> Result<(), Comp
     }
     debug_assert_eq!(out.len() - start, n);
     Ok(())
+}
+
+/// The value of a `scalars` plugin tensor (TF2's `tf.summary.scalar` writes a
+/// rank-0 float), from any numeric encoding; None unless it holds exactly one number.
+pub fn tensor_scalar(t: &TensorView<'_>) -> Option<f64> {
+    let mut elements = 1i64;
+    for dim in t.dims() {
+        elements = elements.saturating_mul(dim.ok()?);
+    }
+    if elements != 1 {
+        return None;
+    }
+    let format = Format::of(t.dtype).ok()?;
+    let mut out = Vec::with_capacity(1);
+    if t.content.is_empty() {
+        decode_vals(t, format, 1, &mut out).ok()?;
+    } else {
+        decode_content(t.content, t.dtype, format, 1, &mut out).ok()?;
+    }
+    out.first().copied()
 }
 
 /// Whether a tensor looks like a histogram: numeric, of shape (k, 3).
@@ -333,6 +354,39 @@ mod tests {
     use crate::histograms::stats::Stats;
     use crate::read::proto::{Dim, HistogramProto, TensorProto, TensorShapeProto};
     use prost::Message;
+
+    #[test]
+    fn a_scalar_tensor_gives_its_one_number() {
+        let scalar = |dims: Vec<i64>, t: TensorProto| {
+            let t = TensorProto {
+                tensor_shape: Some(TensorShapeProto {
+                    dim: dims.into_iter().map(|size| Dim { size }).collect(),
+                }),
+                ..t
+            };
+            tensor_scalar(&TensorView::decode(&t.encode_to_vec()).unwrap())
+        };
+        let float = |values: Vec<f32>| TensorProto {
+            dtype: dtype::FLOAT,
+            float_val: values,
+            ..Default::default()
+        };
+        // TF2's tf.summary.scalar: a rank-0 float32.
+        assert_eq!(scalar(vec![], float(vec![0.5])), Some(0.5));
+        assert_eq!(scalar(vec![1, 1], float(vec![2.0])), Some(2.0));
+        let content = TensorProto {
+            dtype: dtype::DOUBLE,
+            tensor_content: f64::NAN.to_le_bytes().to_vec().into(),
+            ..Default::default()
+        };
+        assert!(scalar(vec![], content).unwrap().is_nan());
+        assert_eq!(scalar(vec![2], float(vec![1.0, 2.0])), None);
+        let text = TensorProto {
+            dtype: 7,
+            ..Default::default()
+        };
+        assert_eq!(scalar(vec![], text), None);
+    }
 
     fn histo(min: f64, max: f64, limits: &[f64], counts: &[f64]) -> HistogramProto {
         HistogramProto {

@@ -3,7 +3,9 @@
 //! The stored statistics win where a writer kept them (histoscope keeps all of
 //! them; PyTorch, TF1 and tensorboardX keep count, min, max and the sums behind
 //! mean and std); TF2 and Keras keep only buckets, so everything is also
-//! derived from the buckets.
+//! derived from the buckets. Where buckets are coarse, stored moments bound what
+//! they hide: the mass at zero, and (through the mean slope of tanh and
+//! sigmoid, exact from mean and std) how far bounded values sit at their ends.
 
 use crate::histograms::stats::Stats;
 
@@ -36,8 +38,9 @@ pub struct StepProfile {
     pub nonfinite: bool,
     /// How many nonfinite values, where the writer counted them (else 0).
     pub nonfinite_count: f64,
-    /// Share of the finite mass at exactly 0 (an upper bound where the bucket
-    /// that holds 0 is wide).
+    /// Share of the finite mass at exactly 0: from the buckets (an upper bound
+    /// where the bucket that holds 0 is wide), capped by the stored moments
+    /// where the writer kept them (see `zero_share_within_moments`).
     pub zero_share: f64,
     /// Shares of the mass at the ends of tanh's range: at most -0.9, at least 0.9.
     pub tanh_ends: (f64, f64),
@@ -59,6 +62,20 @@ impl StepProfile {
     /// Whether the step holds finite values to judge.
     pub fn has_values(&self) -> bool {
         self.count > 0.0 && self.mean.is_finite() && self.std.is_finite()
+    }
+
+    /// The mean slope of tanh at these values, over its peak: `E[1 - t²]`, exact
+    /// from the mean and std however coarse the buckets. Small when most values
+    /// sit near ±1, where tanh passes almost no gradient.
+    pub fn tanh_slope(&self) -> f64 {
+        1.0 - (self.mean * self.mean + self.std * self.std)
+    }
+
+    /// The mean slope of the sigmoid at these values, over its peak of 1/4:
+    /// `4 E[s (1 - s)]`, exact from the mean and std. Small when most values
+    /// sit near 0 or 1.
+    pub fn sigmoid_slope(&self) -> f64 {
+        4.0 * (self.mean * (1.0 - self.mean) - self.std * self.std)
     }
 }
 
@@ -98,6 +115,11 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
         }
         shares.scale(1.0 / from_buckets.count);
     }
+    // Moments the writer computed from the values, not from the buckets.
+    let exact = stats.mean.is_finite() && stats.std.is_finite() && count > 0.0;
+    if exact {
+        shares.zero = zero_share_within_moments(shares.zero, min, (mean, std));
+    }
     if min == 0.0 && max == 0.0 && count > 0.0 {
         shares.zero = 1.0;
         shares.sigmoid_low = 1.0;
@@ -113,6 +135,24 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
         zero_share: shares.zero,
         tanh_ends: (shares.tanh_low, shares.tanh_high),
         sigmoid_ends: (shares.sigmoid_low, shares.sigmoid_high),
+    }
+}
+
+/// The buckets' share at zero, capped by exact moments where a bucket hides it.
+///
+/// A first bucket `[0, w]` of values that are never negative (a ReLU's) holds
+/// the zeros and the small positive values alike, and counts whole. But values
+/// that are never negative, with mean `m` and second moment `E[x²]`, are above
+/// 0 with probability at least `m² / E[x²]` (Cauchy-Schwarz), so at most
+/// `1 - m² / E[x²]` of them are zeros. (A wide bucket straddling 0 keeps its
+/// proportional count: one second moment cannot tell a pile at 0 from values
+/// spread across the bucket.)
+fn zero_share_within_moments(from_buckets: f64, min: f64, (mean, std): (f64, f64)) -> f64 {
+    let second = mean * mean + std * std;
+    if min >= 0.0 && second > 0.0 {
+        from_buckets.min(1.0 - mean * mean / second)
+    } else {
+        from_buckets
     }
 }
 
@@ -326,6 +366,43 @@ mod tests {
         );
         // Offsets past the rows, or too few of them, leave a step without buckets.
         assert_eq!(zero_shares(&rows, &[0, 2, 9], &stats), vec![0.9, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn exact_moments_cap_the_zeros_a_wide_first_bucket_hides() {
+        // 3 zeros, 2 values at 0.5 and 5 at 1.5, in the buckets [0, 1] and [1, 2]:
+        // the first bucket holds 5 of 10, but the moments allow at most 38.5% zeros.
+        let b = [0.0, 1.0, 5.0, 1.0, 2.0, 5.0];
+        assert_eq!(profile(&b, &stats_none()).zero_share, 0.5);
+        let (mean, second): (f64, f64) = (0.85, 1.175);
+        let std = (second - mean * mean).sqrt();
+        let stats = Stats::from_array([10.0, 0.0, 1.5, mean, std, 0.0, 0.0, 0.0]);
+        let share = profile(&b, &stats).zero_share;
+        assert!(
+            (share - (1.0 - mean * mean / second)).abs() < 1e-12,
+            "{share}"
+        );
+        assert!(share >= 0.3);
+        // A dead layer keeps its share: 99 zeros and one 2.0.
+        let stats = Stats::from_array([100.0, 0.0, 2.0, 0.02, 0.199, 0.0, 0.0, 0.0]);
+        assert!(profile(&[0.0, 1.0, 99.0, 1.0, 2.0, 1.0], &stats).zero_share >= 0.98);
+    }
+
+    #[test]
+    fn the_mean_slope_is_exact_from_mean_and_std() {
+        // Half the values at -1, half at 1: tanh passes no gradient there...
+        let tanh = Stats::from_array([10.0, -1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0]);
+        let p = profile(&[-1.0, 1.0, 10.0], &tanh);
+        assert_eq!(p.tanh_slope(), 0.0);
+        // ...and a sigmoid with std 0.476 around 0.5 passes less than a tenth of its peak,
+        // however its one bucket [0, 1] spreads the values.
+        let sigmoid = Stats::from_array([10.0, 0.0, 1.0, 0.5, 0.476, 0.0, 0.0, 0.0]);
+        let p = profile(&[0.0, 1.0, 10.0], &sigmoid);
+        assert!((p.sigmoid_slope() - 4.0 * (0.25 - 0.476 * 0.476)).abs() < 1e-12);
+        assert!(p.sigmoid_slope() < 0.1);
+        // Values at 0 give tanh its full slope.
+        let zeros = Stats::from_array([10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(profile(&[0.0, 0.0, 10.0], &zeros).tanh_slope(), 1.0);
     }
 
     #[test]

@@ -7,9 +7,10 @@ use rayon::prelude::*;
 
 use crate::histograms::series::Series;
 use crate::logdir::discover::{discover_runs, qualified_runs, LogdirError, RunFiles};
+use crate::logdir::evidence::{Evidenced, Mark, RunEvidence};
 use crate::logdir::merge::{merge_run, MergedRun};
 use crate::read::event_file::{
-    read_event_file, read_event_file_into, FileContents, PointView, Sink, HISTOGRAM_PLUGIN,
+    read_event_file_into, Entry, FileContents, PointView, Sink, HISTOGRAM_PLUGIN,
 };
 use crate::read::report::FileReport;
 
@@ -31,6 +32,8 @@ pub struct Logdir {
     pub reports: Vec<FileReport>,
     /// Per run read, how many histogram values a restart dropped or logged again.
     pub superseded: BTreeMap<String, usize>,
+    /// Per run read, its scalars and optimizer, read in the same pass as its histograms.
+    pub evidence: BTreeMap<String, RunEvidence>,
 }
 
 /// The log directories to read: one path, or several `(name, path)` pairs whose
@@ -94,22 +97,25 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
             files => files.iter().map(|f| (i, Some(f.as_path()))).collect(),
         })
         .collect();
-    let done: Vec<(usize, Done)> = jobs
+    let done: Vec<(usize, Done, Vec<Mark>)> = jobs
         .par_iter()
         .map(|&(i, file)| match file {
-            Some(path) => (i, Done::File(read_event_file(path, tags))),
+            Some(path) => {
+                let (file, marks) = read_file_with_evidence(path, tags);
+                (i, Done::File(file), marks)
+            }
             None => {
                 let run = chosen[i];
-                (
-                    i,
-                    Done::Run(read_single_file_run(&run.name, &run.files[0], tags)),
-                )
+                let (merged, marks) = read_single_file_run(&run.name, &run.files[0], tags);
+                (i, Done::Run(merged), marks)
             }
         })
         .collect();
     let mut per_run: Vec<Vec<FileContents>> = chosen.iter().map(|_| Vec::new()).collect();
     let mut finished: Vec<Option<MergedRun>> = chosen.iter().map(|_| None).collect();
-    for (i, result) in done {
+    let mut marks: Vec<Vec<Vec<Mark>>> = chosen.iter().map(|_| Vec::new()).collect();
+    for (i, result, file_marks) in done {
+        marks[i].push(file_marks);
         match result {
             Done::File(file) => per_run[i].push(file),
             Done::Run(merged) => finished[i] = Some(merged),
@@ -119,11 +125,29 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
         runs,
         ..Default::default()
     };
-    for ((run, files), finished) in chosen.iter().zip(per_run).zip(finished) {
+    for (((run, files), finished), marks) in chosen.iter().zip(per_run).zip(finished).zip(marks) {
         let merged = finished.unwrap_or_else(|| merge_run(&run.name, files));
         out.add(&run.name, merged);
+        let evidence = RunEvidence::replay(marks.iter().map(Vec::as_slice));
+        out.evidence.insert(run.name.clone(), evidence);
     }
     out
+}
+
+/// Reads one events file of a run of several, keeping its scalars and notes as marks.
+fn read_file_with_evidence(
+    path: &Path,
+    tags: Option<&HashSet<String>>,
+) -> (FileContents, Vec<Mark>) {
+    let mut sink = Evidenced::new(Vec::<Entry>::new());
+    let mut plugins = HashMap::new();
+    let report = read_event_file_into(path, tags, &mut sink, &mut plugins);
+    let contents = FileContents {
+        entries: sink.inner,
+        plugins,
+        report,
+    };
+    (contents, sink.marks)
 }
 
 impl Logdir {
@@ -142,23 +166,29 @@ enum Done {
 
 /// Reads a run held in one file straight into its series, with no
 /// intermediate copy of the buckets: restarts are applied as records arrive.
-fn read_single_file_run(run: &str, path: &Path, tags: Option<&HashSet<String>>) -> MergedRun {
-    let mut sink = SeriesSink {
+/// Its scalars and notes come back as marks.
+fn read_single_file_run(
+    run: &str,
+    path: &Path,
+    tags: Option<&HashSet<String>>,
+) -> (MergedRun, Vec<Mark>) {
+    let mut sink = Evidenced::new(SeriesSink {
         run,
         series: BTreeMap::new(),
         confirmed: HashSet::new(),
         purged: HashMap::new(),
         read_fraction: 0.0,
-    };
+    });
     let mut plugins = HashMap::new();
     let mut report = read_event_file_into(path, tags, &mut sink, &mut plugins);
     report.newest = true;
+    let Evidenced { inner, marks } = sink;
     let SeriesSink {
         series,
         confirmed,
         purged,
         ..
-    } = sink;
+    } = inner;
     let is_histogram = |tag: &String| {
         confirmed.contains(tag) || plugins.get(tag).map(String::as_str) == Some(HISTOGRAM_PLUGIN)
     };
@@ -176,11 +206,12 @@ fn read_single_file_run(run: &str, path: &Path, tags: Option<&HashSet<String>>) 
         })
         .filter(|s| !s.is_empty() && is_histogram(&s.tag))
         .collect();
-    MergedRun {
+    let merged = MergedRun {
         series,
         reports: vec![report],
         superseded,
-    }
+    };
+    (merged, marks)
 }
 
 /// Histogram values pushed straight into a run's series.

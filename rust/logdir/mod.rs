@@ -1,6 +1,8 @@
-//! Log directories: runs found and read in parallel, restarts planned, growing files followed.
+//! Log directories: runs found and read in parallel (histograms, and the scalars and
+//! optimizer diagnosis weighs), restarts planned, growing files followed.
 
 pub mod discover;
+pub mod evidence;
 pub mod follow;
 pub mod load;
 pub mod merge;

@@ -8,7 +8,8 @@ use super::batch::Logdirs;
 use super::records::{FileReportRecord, SeriesRecord};
 use super::selection;
 use crate::diagnose::{
-    diagnose_checked, diagnose_loaded, DiagnoseError, Finding, Options, SeriesView, StepBuckets,
+    diagnose_checked, diagnose_loaded, DiagnoseError, Evidence, Finding, Options, SeriesView,
+    StepBuckets,
 };
 use crate::histograms::profile;
 use crate::histograms::stats::Stats;
@@ -75,7 +76,8 @@ fn py_findings(py: Python<'_>, findings: Vec<Finding>) -> PyResult<Vec<Py<Findin
         .collect()
 }
 
-/// Reads the selected histograms of `logdir` (as `load_histograms` does) and diagnoses them.
+/// Reads the selected histograms of `logdir` (as `load_histograms` does), with every
+/// run's scalars and optimizer note in the same pass, and diagnoses them.
 ///
 /// `roles` holds (key, role) pairs overriding the roles read from key names.
 #[pyfunction]
@@ -93,7 +95,8 @@ fn diagnose_logdir(
     let source = LogdirSource::from(logdir);
     let (findings, reports) = py.detach(|| -> Result<_, LogdirError> {
         let logdir = source.load(&selection)?;
-        Ok((diagnose_loaded(&logdir.series, &options), logdir.reports))
+        let findings = diagnose_loaded(&logdir.series, &logdir.evidence, &options);
+        Ok((findings, logdir.reports))
     })?;
     let reports = reports
         .into_iter()
@@ -146,7 +149,8 @@ impl<'py> Borrowed<'py> {
     }
 }
 
-/// Diagnoses series already loaded (`HistogramSeries.record`), read in place.
+/// Diagnoses series already loaded (`HistogramSeries.record`), read in place: their
+/// histograms alone, without the scalars of their runs.
 #[pyfunction]
 #[pyo3(signature = (series, kinds=None, roles=None))]
 fn diagnose_series(
@@ -175,7 +179,7 @@ fn diagnose_series(
             })
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let findings = py.detach(|| diagnose_checked(&views, &options))?;
+    let findings = py.detach(|| diagnose_checked(&views, &Evidence::new(), &options))?;
     py_findings(py, findings)
 }
 

@@ -10,8 +10,10 @@ use pyo3::prelude::*;
 use super::records::StatsRecord;
 use crate::histograms::stats::Stats;
 use crate::read::metric_layout::MetricLayout;
+use crate::read::optimizer_note::OptimizerNote;
 use crate::write::event_writer::{
-    histogram_event, layout_event, scalar_event, EventWriter, HistogramRecord, WriteError,
+    histogram_event, layout_event, optimizer_event, scalar_event, EventWriter, HistogramRecord,
+    WriteError,
 };
 
 impl From<WriteError> for PyErr {
@@ -116,6 +118,18 @@ impl EventFileWriter {
             hidden,
         };
         py.detach(|| self.with(|w| w.write(&layout_event(&declared, wall_time))))
+    }
+
+    /// Notes the optimizer the run trains with: its class and those it derives
+    /// from, most derived first, each `module.Name` (`watch` calls this).
+    fn write_optimizer(
+        &self,
+        py: Python<'_>,
+        classes: Vec<String>,
+        wall_time: f64,
+    ) -> PyResult<()> {
+        let note = OptimizerNote { classes };
+        py.detach(|| self.with(|w| w.write(&optimizer_event(&note, wall_time))))
     }
 
     /// Pushes every record written so far to the operating system.

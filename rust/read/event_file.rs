@@ -1,4 +1,5 @@
-//! One events file to the histogram points and session restarts it holds, in record order.
+//! One events file to the histogram points and session restarts it holds, in record order,
+//! and to the scalars and optimizer notes a [`Sink`] may want besides.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -9,6 +10,7 @@ use thiserror::Error;
 
 use crate::histograms::data_compat::{self, CompatError};
 use crate::histograms::stats::Stats;
+use crate::read::optimizer_note::{self, OptimizerNote};
 use crate::read::proto_view::{summary_values, EventView, HistogramView, TensorView, ValueView};
 use crate::read::report::{Damage, FileReport};
 use crate::read::tf_record::{ReadRecordError, RecordReader};
@@ -16,6 +18,8 @@ use crate::read::wire::WireError;
 
 /// The plugin name that marks `tensor` summaries as histograms.
 pub const HISTOGRAM_PLUGIN: &str = "histograms";
+/// The plugin name that marks `tensor` summaries as scalars (TF2's `tf.summary.scalar`).
+pub const SCALARS_PLUGIN: &str = "scalars";
 
 /// Why a record of an events file, or a histogram value in it, could not be
 /// read: the framing, the protobuf wire format or the histogram's encoding,
@@ -139,6 +143,14 @@ pub trait Sink {
 
     /// A `SessionLog.START` at `step`.
     fn start(&mut self, step: i64);
+
+    /// A scalar of `tag`: a `simple_value` (TF1, PyTorch, tensorboardX, histoscope)
+    /// or a one-number `scalars` plugin tensor (TF2). Every tag's, whatever `tags`
+    /// selects; dropped unless the sink wants them.
+    fn scalar(&mut self, _tag: &str, _step: i64, _value: f64) {}
+
+    /// An optimizer note of `watch` (see [`optimizer_note`]); dropped unless wanted.
+    fn optimizer(&mut self, _note: OptimizerNote) {}
 
     /// How far into the input the next record starts, and the input's length
     /// when known, so that a sink can size its buffers once.
@@ -267,6 +279,9 @@ impl<S: Sink> Decoder<'_, S> {
                 self.plugins.insert(tag.to_owned(), plugin.to_owned());
             }
         }
+        if self.evidence(step, value) {
+            return Ok(());
+        }
         if self.tags.is_some_and(|wanted| !wanted.contains(tag)) {
             return Ok(());
         }
@@ -298,6 +313,38 @@ impl<S: Sink> Decoder<'_, S> {
         };
         self.sink.histogram(tag, point, confirmed);
         Ok(())
+    }
+}
+
+impl<S: Sink> Decoder<'_, S> {
+    /// Hands a scalar or an optimizer note to the sink; false for any other value.
+    /// Neither is a histogram: one that cannot be read is passed over, not damage.
+    fn evidence(&mut self, step: i64, value: ValueView<'_>) -> bool {
+        if let Some(scalar) = value.simple_value {
+            self.sink.scalar(value.tag, step, f64::from(scalar));
+            return true;
+        }
+        let plugin = value
+            .plugin
+            .or_else(|| self.plugins.get(value.tag).map(String::as_str));
+        match (plugin, value.tensor) {
+            (Some(SCALARS_PLUGIN), Some(tensor)) => {
+                let number = TensorView::decode(tensor)
+                    .ok()
+                    .and_then(|t| data_compat::tensor_scalar(&t));
+                if let Some(number) = number {
+                    self.sink.scalar(value.tag, step, number);
+                }
+                true
+            }
+            (Some(optimizer_note::PLUGIN), _) => {
+                if let Some(note) = value.plugin_content.and_then(optimizer_note::decode) {
+                    self.sink.optimizer(note);
+                }
+                true
+            }
+            _ => false,
+        }
     }
 }
 

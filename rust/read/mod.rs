@@ -1,9 +1,11 @@
-//! Reading events files: TFRecord framing, the protobuf fields histograms need, and decoding to entries.
+//! Reading events files: TFRecord framing, the protobuf fields histograms need, and decoding to
+//! entries (and to the scalars and optimizer notes diagnosis weighs).
 
 pub mod event_file;
 pub mod event_stream;
 pub mod masked_crc;
 pub mod metric_layout;
+pub mod optimizer_note;
 pub mod proto;
 pub mod proto_view;
 pub mod report;

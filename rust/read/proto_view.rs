@@ -44,13 +44,16 @@ fn session_status(log: &[u8]) -> Result<i64, WireError> {
     Ok(status)
 }
 
-/// A `Summary.Value`: its tag, the plugin its metadata names, and its payload if a histogram could be in it.
+/// A `Summary.Value`: its tag, the plugin its metadata names (and that plugin's
+/// content), and its payload: a histogram, a tensor or a scalar's `simple_value`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ValueView<'a> {
     pub tag: &'a str,
     pub plugin: Option<&'a str>,
+    pub plugin_content: Option<&'a [u8]>,
     pub histo: Option<&'a [u8]>,
     pub tensor: Option<&'a [u8]>,
+    pub simple_value: Option<f32>,
 }
 
 /// The values of a `Summary`, in order.
@@ -68,9 +71,10 @@ impl<'a> ValueView<'a> {
         for field in fields(value) {
             match field? {
                 (1, v) => view.tag = v.str(1)?,
+                (2, v) => view.simple_value = Some(v.float(2)?),
                 (5, v) => view.histo = Some(v.bytes(5)?),
                 (8, v) => view.tensor = Some(v.bytes(8)?),
-                (9, v) => view.plugin = plugin_name(v.bytes(9)?)?,
+                (9, v) => (view.plugin, view.plugin_content) = plugin_data(v.bytes(9)?)?,
                 _ => {}
             }
         }
@@ -78,19 +82,21 @@ impl<'a> ValueView<'a> {
     }
 }
 
-/// `SummaryMetadata.plugin_data.plugin_name`, if set.
-fn plugin_name(metadata: &[u8]) -> Result<Option<&str>, WireError> {
-    let mut name = None;
+/// `SummaryMetadata.plugin_data`: its `plugin_name` and its `content`, where set.
+fn plugin_data(metadata: &[u8]) -> Result<(Option<&str>, Option<&[u8]>), WireError> {
+    let (mut name, mut content) = (None, None);
     for field in fields(metadata) {
         if let (1, plugin_data) = field? {
             for inner in fields(plugin_data.bytes(1)?) {
-                if let (1, v) = inner? {
-                    name = Some(v.str(1)?);
+                match inner? {
+                    (1, v) => name = Some(v.str(1)?),
+                    (2, v) => content = Some(v.bytes(2)?),
+                    _ => {}
                 }
             }
         }
     }
-    Ok(name)
+    Ok((name, content))
 }
 
 /// Little-endian doubles as a packed repeated field stores them.
@@ -503,9 +509,31 @@ mod tests {
             vec![ValueView {
                 tag: "t",
                 plugin: Some("histograms"),
-                histo: None,
-                tensor: Some(b"\x08\x02")
+                tensor: Some(b"\x08\x02"),
+                ..Default::default()
             }]
+        );
+    }
+
+    #[test]
+    fn a_scalar_and_plugin_content() {
+        let value = SummaryValue {
+            tag: "loss".into(),
+            simple_value: Some(0.25),
+            metadata: Some(SummaryMetadata {
+                plugin_data: Some(PluginData {
+                    plugin_name: "p".into(),
+                    content: Bytes::from_static(b"xy"),
+                }),
+            }),
+            ..Default::default()
+        };
+        let bytes = value.encode_to_vec();
+        let view = ValueView::decode(&bytes).unwrap();
+        assert_eq!(view.simple_value, Some(0.25));
+        assert_eq!(
+            (view.plugin, view.plugin_content),
+            (Some("p"), Some(&b"xy"[..]))
         );
     }
 

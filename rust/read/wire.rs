@@ -43,6 +43,14 @@ impl<'a> Wire<'a> {
         }
     }
 
+    /// The value of a `float` field.
+    pub fn float(self, field: u32) -> Result<f32, WireError> {
+        match self {
+            Wire::Fixed32(b) => Ok(f32::from_le_bytes(b)),
+            _ => Err(WireError::UnexpectedType(field)),
+        }
+    }
+
     /// The value of a varint field (`int64`, `int32`, enums), as protobuf sign-extends them.
     pub fn int(self, field: u32) -> Result<i64, WireError> {
         match self {

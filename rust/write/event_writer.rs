@@ -13,6 +13,7 @@ use thiserror::Error;
 
 use crate::histograms::stats::Stats;
 use crate::read::metric_layout::{self, MetricLayout};
+use crate::read::optimizer_note::{self, OptimizerNote};
 use crate::read::proto::{
     Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue,
 };
@@ -98,12 +99,28 @@ pub fn scalar_event(tag: &str, step: i64, wall_time: f64, value: f32) -> Vec<u8>
 
 /// The encoded `Event` declaring a layout (`Run.define_metric`); see [`crate::read::metric_layout`].
 pub fn layout_event(declared: &MetricLayout, wall_time: f64) -> Vec<u8> {
+    plugin_event(
+        metric_layout::TAG,
+        metric_layout::PLUGIN,
+        declared,
+        wall_time,
+    )
+}
+
+/// The encoded `Event` noting the optimizer a run trains with (`watch`); see
+/// [`crate::read::optimizer_note`].
+pub fn optimizer_event(note: &OptimizerNote, wall_time: f64) -> Vec<u8> {
+    plugin_event(optimizer_note::TAG, optimizer_note::PLUGIN, note, wall_time)
+}
+
+/// An `Event` whose one value carries only `content`, under `plugin`: other readers pass over it.
+fn plugin_event(tag: &str, plugin: &str, content: &impl Message, wall_time: f64) -> Vec<u8> {
     let value = SummaryValue {
-        tag: metric_layout::TAG.to_owned(),
+        tag: tag.to_owned(),
         metadata: Some(SummaryMetadata {
             plugin_data: Some(PluginData {
-                plugin_name: metric_layout::PLUGIN.to_owned(),
-                content: Bytes::from(declared.encode_to_vec()),
+                plugin_name: plugin.to_owned(),
+                content: Bytes::from(content.encode_to_vec()),
             }),
         }),
         ..Default::default()

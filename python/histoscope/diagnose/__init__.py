@@ -1,10 +1,14 @@
-"""Diagnosis: what went wrong in a training, found from its histograms (the rules run in Rust).
+"""Diagnosis: what went wrong in a training, found from its histograms and scalars (the rules
+run in Rust).
 
 `diagnose` reads a log directory (or takes histograms already loaded) and
 returns one `Finding` per problem: vanishing or exploding gradients, NaN or
 infinite values, dead ReLUs, saturated tanh or sigmoid units, and weights or
-activations that collapsed to a point. ``docs/diagnosis.md`` lists each rule,
-its threshold and why.
+activations that collapsed to a point. A log directory's scalars are evidence
+too: a NaN loss, a loss that diverged, a series that stops while the run goes
+on; and so is the optimizer `watch` noted. ``docs/diagnosis.md`` lists each
+rule, its threshold and why, and how they do on a zoo of trainings they were
+not tuned on.
 """
 
 from __future__ import annotations
@@ -104,12 +108,15 @@ def diagnose(
 
     ``source`` is anything `load_histograms` accepts (a log directory, several,
     a glob pattern or an fsspec URL) or what it returned, a `HistogramSeries`
-    or a list of them. ``kinds`` keeps only those kinds (see `KINDS`).
-    A key's role (gradient, parameter or activation) decides which rules apply;
-    it is read from the key's words (``grad``, ``gradients``, ``param``,
-    ``weights``, ``activations``, ``act``, ``outputs``, and the
-    ``parameters/``, ``gradients/`` and ``activations/`` keys of ``run.watch``);
-    ``roles`` maps keys to a role of `ROLES` where the name does not say it.
+    or a list of them. Local log directories are read with their scalars and
+    the optimizer ``watch`` noted, in the same pass; histograms already loaded,
+    and remote ones, are judged without them. ``kinds`` keeps only those kinds
+    (see `KINDS`). A key's role (gradient, parameter, activation or loss)
+    decides which rules apply; it is read from the key's words (``grad``,
+    ``gradients``, ``param``, ``weights``, ``activations``, ``act``,
+    ``outputs``, ``loss``, and the ``parameters/``, ``gradients/`` and
+    ``activations/`` keys of ``run.watch``); ``roles`` maps keys, histogram or
+    scalar, to a role of `ROLES` where the name does not say it.
 
     Example:
         >>> import histoscope
