@@ -363,6 +363,39 @@ def test_chart_description_mentions_its_findings(trained: Callable[[str], Path])
     assert "Diagnosis" not in hs.render(charts["outputs/1"])
 
 
+class Scaled(nn.Module):
+    """A layer whose output counts a millionth: its weight's gradient is 10^6 below the head's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.small = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x + 1e-6 * self.small(x))
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "AdamW"])
+def test_watch_notes_the_optimizer_that_small_gradients_are_judged_by(
+    tmp_path: Path, optimizer: str
+) -> None:
+    torch.manual_seed(0)
+    model = Scaled()
+    step = getattr(torch.optim, optimizer)(model.parameters(), lr=1e-2)
+    with hs.init("p", run_name=optimizer, dir=tmp_path) as run:
+        run.watch(model, log="all", every=2)
+        for i in range(40):
+            loss = (model(torch.randn(32, 8)) - 1).pow(2).mean()
+            step.zero_grad()
+            loss.backward()
+            step.step()
+            run.log({"loss": loss.item()}, step=i)
+    vanishing = keys_of(hs.diagnose(tmp_path), "vanishing", f"p/{optimizer}")
+    # Under SGD the small layer barely moves; under AdamW it moves as far as any.
+    expected = {"gradients/small.weight", "gradients/small.bias"} if optimizer == "SGD" else set()
+    assert vanishing == expected
+
+
 def test_a_nan_scalar_is_nonfinite_and_roles_name_losses(tmp_path: Path) -> None:
     with hs.init("p", run_name="r", dir=tmp_path) as run:
         for i in range(10):

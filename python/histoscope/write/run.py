@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _args
 from .histogram import Histogram, prepare_weights
+from .optimizer import optimizer_classes
 from .options import DEFAULT_BINS, WatchOptions
 from .tree import log_tree as _log_tree
 from .watch import NO_SINK, Watch, unwrap, writes_here
@@ -293,6 +294,18 @@ class Run:
         self._writer.locked(
             lambda: self._writer.file.write_layout(pattern, section, bool(hidden), time.time())
         )
+
+    def note_optimizer(self, optimizer: Any) -> None:
+        """Notes the optimizer that trains this run, for ``histoscope check`` (``watch`` does).
+
+        Example:
+            >>> import tempfile, torch, histoscope as hs
+            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run.note_optimizer(torch.optim.AdamW(torch.nn.Linear(4, 1).parameters()))
+            >>> run.finish()
+        """
+        classes = optimizer_classes(optimizer)
+        self._writer.locked(lambda: self._writer.file.write_optimizer(classes, time.time()))
 
     def flush(self) -> None:
         """Waits until everything logged so far is written and flushed to the operating system.
