@@ -72,7 +72,7 @@ def scenarios(rank: int, world: int, init_file: str, out: str, names: list[str])
     for name in names:
         folder = Path(out) / name
         folder.mkdir(parents=True, exist_ok=True)
-        SCENARIOS[name](rank, folder)
+        {**SCENARIOS, **CHECKS}[name](rank, folder)
         dist.barrier()
     dist.destroy_process_group()
 
@@ -283,6 +283,31 @@ SCENARIOS: dict[str, Callable[[int, Path], None]] = {
     "fsdp1_no_shard": lambda rank, out: fsdp1(rank, out, False, "NO_SHARD"),
     "fsdp1_hybrid_shard": lambda rank, out: fsdp1(rank, out, True, "HYBRID_SHARD"),
 }
+
+
+def refused(rank: int, out: Path) -> None:
+    """A parameter that DeepSpeed ZeRO-3 partitioned (here each rank holds an empty tensor
+    and its ``ds_tensor``, as ZeRO-3 leaves them) beside an ordinary one: rank 0 saves the
+    warnings it was given."""
+    model = nn.Module()
+    model.partitioned = nn.Parameter(torch.empty(0))
+    model.partitioned.ds_tensor = torch.randn(3)
+    model.plain = nn.Parameter(torch.ones(2))
+    if rank == 0:
+        hs.init("p", run_name="r", dir=out)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        watch = hs.watch(model, log="parameters", every=1)
+        watch.capture(0)
+    if rank == 0:
+        hs.finish()
+        said = [f"{w.category.__name__}: {w.message}" for w in caught]
+        (out / "warnings.json").write_text(json.dumps(said))
+    watch.remove()
+
+
+CHECKS: dict[str, Callable[[int, Path], None]] = {"refused": refused}
+"""Scenarios checked apart from the whole-tensor comparison."""
 
 
 def faults(rank: int, world: int, init_file: str, out: str, fault: str) -> None:

@@ -23,7 +23,7 @@ pytest.importorskip("torch.distributed.tensor", reason="DTensor needs torch 2.4 
 if not torch.distributed.is_available():  # pragma: no cover - torch built without it
     pytest.skip("torch.distributed is not available", allow_module_level=True)
 
-from sharded_ranks import SCENARIOS, STEPS, faults, scenarios, start  # noqa: E402
+from sharded_ranks import CHECKS, SCENARIOS, STEPS, faults, scenarios, start  # noqa: E402
 
 WORLD = 4
 SECONDS = 600.0
@@ -33,7 +33,7 @@ SECONDS = 600.0
 def sharded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every scenario's folder, after one run of all of them on four ranks."""
     out = tmp_path_factory.mktemp("sharded")
-    names = list(SCENARIOS)
+    names = list(SCENARIOS) + list(CHECKS)
     codes = start(WORLD, scenarios, (str(out / "init"), str(out), names), SECONDS)
     errors = "\n".join(p.read_text() for p in sorted(out.glob("rank*.error")))
     assert codes == [0] * WORLD, errors or f"exit codes {codes}"
@@ -96,6 +96,17 @@ def test_activations_stay_the_writing_ranks_own(sharded: Path) -> None:
     shapes = {"activations/0": 6 * 7, "activations/1": 6 * 7, "activations/2": 6 * 3}
     for key, numel in shapes.items():
         assert series[key].stats["count"].tolist() == [numel] * STEPS
+
+
+def test_a_scheme_that_cannot_be_merged_is_named_once_and_never_logged_as_a_slice(
+    sharded: Path,
+) -> None:
+    said = json.loads((sharded / "refused" / "warnings.json").read_text())
+    assert said == [
+        "ShardedWarning: histoscope watch of Module: DeepSpeed ZeRO-3 partitioned parameters "
+        "are not supported, so these parameters and their gradients are not logged: partitioned"
+    ]
+    assert list(written(sharded / "refused")) == ["parameters/plain"]
 
 
 @pytest.mark.parametrize("fault", ["hang", "death"])

@@ -24,10 +24,11 @@ The counts equal those of binning the gathered tensor on the same edges;
 the mean and std equal them up to rounding.
 
 The collectives run on a gloo group of their own (made at the first logged
-step by the group's ranks alone), whose timeout is the watch's: a peer that
-died or stopped fails the step on the others within that time, and its
-training collectives are never delayed or put out of order. After a failure
-the watch stops logging sharded tensors, says so once, and training goes on.
+step by the group's ranks alone, then shared by the process's watches), whose
+timeout is the watch's: a peer that died or stopped fails the step on the
+others within that time, and the training's own collectives are never
+delayed or put out of order. After a failure the watch stops logging sharded
+tensors, says so once, and training goes on.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class Merge:
                 merged.update(self._merge(step, ranks, entries))
             except Exception as error:  # noqa: BLE001 - a failed peer must not stop training
                 self.failed = True
+                _forget_group(ranks, self.options.timeout)
                 self._warn(
                     step,
                     f"the collectives over ranks {_ranks_text(ranks)} failed "
@@ -186,16 +188,9 @@ class Merge:
         return values if self.writes(ranks) else None
 
     def _group(self, ranks: tuple[int, ...]) -> Any:
-        """The gloo group of ``ranks``, made by them alone the first time."""
+        """The gloo group of ``ranks``, shared by the watches of this process."""
         if ranks not in self._groups:
-            import torch.distributed as dist
-
-            self._groups[ranks] = dist.new_group(
-                list(ranks),
-                timeout=datetime.timedelta(seconds=self.options.timeout),
-                backend="gloo",
-                use_local_synchronization=True,
-            )
+            self._groups[ranks] = _gloo_group(ranks, self.options.timeout)
         return self._groups[ranks]
 
     def _report(
@@ -256,6 +251,33 @@ def _histogram(
         above=0.0,
     )
     return Histogram._of(edges.copy(), counts.copy(), stats)
+
+
+_GLOO_GROUPS: dict[tuple[Any, tuple[int, ...], float], Any] = {}
+"""Each gloo group made so far, by the process group it was made in, its ranks and timeout."""
+
+
+def _gloo_group(ranks: tuple[int, ...], timeout: float) -> Any:
+    """The gloo group of ``ranks``, made by them alone (no other rank waits) the first time
+    a watch of this process needs it: making one takes each rank a round of connections."""
+    import torch.distributed as dist
+
+    key = (dist.group.WORLD, ranks, timeout)
+    if key not in _GLOO_GROUPS:
+        _GLOO_GROUPS[key] = dist.new_group(
+            list(ranks),
+            timeout=datetime.timedelta(seconds=timeout),
+            backend="gloo",
+            use_local_synchronization=True,
+        )
+    return _GLOO_GROUPS[key]
+
+
+def _forget_group(ranks: tuple[int, ...], timeout: float) -> None:
+    """Drops a group whose collectives failed: its ranks are out of step for good."""
+    import torch.distributed as dist
+
+    _GLOO_GROUPS.pop((dist.group.WORLD, ranks, timeout), None)
 
 
 def _this_rank() -> int:
