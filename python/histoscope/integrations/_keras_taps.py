@@ -132,8 +132,11 @@ class TensorFlowTap:
         self.bins = bins
         self.rows: dict[str, int] = {}
         self.full: list[str] = []
-        empty = np.full((capacity, record_width(bins)), -1.0)
-        self.records = tf.Variable(empty, dtype=tf.float64, trainable=False)
+        # One variable a row: a whole variable assigned in an XLA conditional, never a slice.
+        empty = np.full(record_width(bins), -1.0)
+        self.records = [
+            tf.Variable(empty, dtype=tf.float64, trainable=False) for _ in range(capacity)
+        ]
         self.last_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
         self._polled = -1
 
@@ -168,14 +171,14 @@ class TensorFlowTap:
         last = int(self.last_step.numpy())
         if last <= self._polled:
             return
-        records = self.records.numpy()
         by_step: dict[int, dict[str, Any]] = {}
         for key, row in self.rows.items():
-            step = int(records[row, 0])
+            record = self.records[row].numpy()
+            step = int(record[0])
             if step <= self._polled:
                 continue
             try:
-                by_step.setdefault(step, {})[key] = histogram_of_record(records[row, 1:], self.bins)
+                by_step.setdefault(step, {})[key] = histogram_of_record(record[1:], self.bins)
             except ValueError as error:
                 self.report(step, key, error)
         self._polled = last
@@ -187,7 +190,7 @@ class TensorFlowTap:
 
     def _row(self, key: str) -> int | None:
         if key not in self.rows:
-            if len(self.rows) == self.records.shape[0]:
+            if len(self.rows) == len(self.records):
                 self.full.append(key)
                 return None
             self.rows[key] = len(self.rows)
