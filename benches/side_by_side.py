@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -39,6 +40,9 @@ RUNS = [
 
 def write_cnn(root: Path) -> Path:
     """The CNN's log directory, written by PyTorch's SummaryWriter; returns it."""
+    # The writer needs no TensorFlow, and TensorFlow and PyTorch in one process abort on
+    # LLVM options registered twice: TensorBoard's writer falls back to its own stubs.
+    sys.modules.setdefault("tensorflow", None)
     import torch
     from torch import nn
     from torch.utils.tensorboard import SummaryWriter
@@ -106,14 +110,35 @@ def histoscope_view(logdir: Path) -> Iterator[str]:
         server.wait(timeout=10)
 
 
+def plugin_path(folder: Path) -> str:
+    """A folder for PYTHONPATH declaring histoscope's TensorBoard plugin as an installed
+    histoscope does (left empty where the installed one declares it): a checkout built in
+    place has no entry points."""
+    import importlib.metadata
+
+    if any(
+        e.name == "histoscope" for e in importlib.metadata.entry_points(group="tensorboard_plugins")
+    ):
+        return str(folder)
+    info = folder / "histoscope_tab-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: histoscope-tab\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(
+        "[tensorboard_plugins]\nhistoscope = histoscope.view.tensorboard_plugin:HistoscopePlugin\n"
+    )
+    return str(folder)
+
+
 @contextmanager
 def tensorboard(logdir: Path) -> Iterator[str]:
+    env = {**os.environ, "PYTHONPATH": plugin_path(logdir.parent / "plugin")}
     server = subprocess.Popen(
         [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir)]
         + ["--port", "0", "--host", "127.0.0.1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
         for line in server.stderr:
@@ -146,7 +171,11 @@ def shoot(browser, url: str, name: str, wait_for: str, frame: bool = False) -> N
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache-dir", type=Path, help="keep the log directories here")
+    parser.add_argument("--write-cnn", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_cnn:
+        write_cnn(args.write_cnn)
+        return 0
     from playwright.sync_api import sync_playwright
 
     from histoscope.demo import run_demo
@@ -155,8 +184,8 @@ def main() -> int:
     demo, cnn = root / "demo", root / "cnn"
     if not demo.exists():
         run_demo(demo, stream=io.StringIO())
-    if not cnn.exists():
-        write_cnn(cnn)
+    if not cnn.exists():  # in a process of its own: PyTorch beside Chromium crashed at exit
+        subprocess.run([sys.executable, __file__, "--write-cnn", str(cnn)], check=True)
     histograms = "svg path"
     try:
         with sync_playwright() as playwright:

@@ -36,12 +36,13 @@ export function makeAlerts(app) {
     return link;
   }
 
-  // "2 errors, 1 warning, 3 infos": the most severe first, each severity counted.
+  // "2 errors, 1 warning, 3 info": the most severe first, each severity counted ("info"
+  // has no plural).
   function counted(findings) {
     const parts = [];
     for (const severity of [...state.severities].reverse()) {
       const n = findings.filter((f) => f.severity === severity).length;
-      if (n) parts.push(n + " " + severity + (n === 1 ? "" : "s"));
+      if (n) parts.push(n + " " + severity + (n === 1 || severity === "info" ? "" : "s"));
     }
     return parts.join(", ");
   }
