@@ -220,7 +220,9 @@ pub fn diagnose(series: &[SeriesView<'_>], evidence: &Evidence, options: &Option
             profiles: &profiles[i],
             reference: summary.reference(i, s.steps, series),
             weight_of_bias: summary.weight_of_bias(s.tag, s.steps, series, &profiles),
-            parameter_stopped: summary.parameter_stopped(s.tag, s.steps, series, &profiles),
+            parameter_stopped: (roles[i] == Role::Gradient)
+                .then(|| summary.parameter_stopped(s.tag, s.steps, series, &profiles))
+                .flatten(),
             run_last_step: summary.last_step,
             run_interval: summary.interval,
             loss: summary.loss.as_ref(),

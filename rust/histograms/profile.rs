@@ -81,6 +81,10 @@ impl StepProfile {
 
 /// The profile of one step from its buckets, three values (left, right, count) per bucket, and its stats.
 pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
+    // With every statistic stored, the buckets only need counting.
+    let stored = [stats.count, stats.min, stats.max, stats.mean, stats.std]
+        .iter()
+        .all(|v| v.is_finite());
     let mut moments = BucketMoments::default();
     let mut bad_buckets = false;
     for b in buckets.chunks_exact(3) {
@@ -89,7 +93,11 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
             bad_buckets = true;
             continue;
         }
-        moments.add(left, right, count);
+        if stored {
+            moments.count += count.max(0.0);
+        } else {
+            moments.add(left, right, count);
+        }
     }
     let from_buckets = moments.finish();
     let pick = |stored: f64, derived: f64| if stored.is_finite() { stored } else { derived };
@@ -285,8 +293,12 @@ impl Shares {
 
 /// The share of the bucket `[lo, hi]` inside `[a, b]`, its mass spread evenly (a point bucket: 0 or 1).
 fn overlap(lo: f64, hi: f64, a: f64, b: f64) -> f64 {
-    if hi == lo {
-        return if a <= lo && lo <= b { 1.0 } else { 0.0 };
+    // Most buckets lie wholly outside or inside: no division for them.
+    if hi < a || lo > b {
+        return 0.0;
+    }
+    if a <= lo && hi <= b {
+        return 1.0;
     }
     let inside = hi.min(b) - lo.max(a);
     (inside / (hi - lo)).clamp(0.0, 1.0)

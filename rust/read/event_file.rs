@@ -324,9 +324,11 @@ impl<S: Sink> Decoder<'_, S> {
             self.sink.scalar(value.tag, step, f64::from(scalar));
             return true;
         }
-        let plugin = value
-            .plugin
-            .or_else(|| self.plugins.get(value.tag).map(String::as_str));
+        // Only a tensor needs its tag's plugin from an earlier value (TF2 names it once).
+        let plugin = match (value.plugin, value.tensor) {
+            (None, Some(_)) => self.plugins.get(value.tag).map(String::as_str),
+            (plugin, _) => plugin,
+        };
         match (plugin, value.tensor) {
             (Some(SCALARS_PLUGIN), Some(tensor)) => {
                 let number = TensorView::decode(tensor)
