@@ -36,28 +36,12 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ._torch import Encoding, host_array
+from ._torch import NUMPY_DTYPES, Encoding, host_array
 from .histogram import Histogram
 
 __all__ = ["bin_jax_arrays", "bin_on_jax_device", "on_accelerator"]
 
-_HOST_DTYPES = frozenset(
-    {
-        "float64",
-        "float32",
-        "float16",
-        "bfloat16",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "bool",
-    }
-)
+_HOST_DTYPES = NUMPY_DTYPES | {"bfloat16"}
 """Dtypes whose NumPy view the core bins as it is (16-bit floats as their bits)."""
 
 _FLOAT32_EXACT = frozenset(
