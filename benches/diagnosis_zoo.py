@@ -40,6 +40,7 @@ on it) and a ``held-out`` half (what is reported); see ``docs/diagnosis.md``.
 How to run
 ----------
     python benches/diagnosis_zoo.py                   # generate all (< 3 min), score both halves
+    python benches/diagnosis_zoo.py --jobs 1          # one training at a time
     python benches/diagnosis_zoo.py --out /tmp/zoo    # keep the trainings there
     python benches/diagnosis_zoo.py --out /tmp/zoo --score-only   # score again, no training
     python benches/diagnosis_zoo.py --only mlp-dead-tbx-bare --show
@@ -53,6 +54,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -60,6 +62,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -853,13 +856,26 @@ def chosen(names: Iterable[str] | None) -> list[Case]:
     return [CASES_BY_NAME[n] for n in names]
 
 
-def generated(root: Path, cases: list[Case]) -> Iterator[dict[str, Any]]:
-    for case in cases:
-        labels = generate(case, root)
-        problem = f"  NOT AS BUILT: {labels['problem']}" if labels["problem"] else ""
-        print(f"{case.name:45} {labels['seconds']:5.1f} s  loss {labels['loss_first']:.3g} -> "
-              f"{labels['loss_last']:.3g}{problem}", flush=True)  # fmt: skip
-        yield labels
+def generated(root: Path, cases: list[Case], jobs: int) -> Iterator[dict[str, Any]]:
+    """Trains ``cases`` into ``root``, ``jobs`` at a time, each in a process of its
+    own (one thread each); yields their labels as they finish."""
+    with ProcessPoolExecutor(jobs, initializer=_one_quiet_thread) as pool:
+        for done in as_completed([pool.submit(generate, case, root) for case in cases]):
+            labels = done.result()
+            problem = f"  NOT AS BUILT: {labels['problem']}" if labels["problem"] else ""
+            print(f"{labels['case']:45} {labels['seconds']:5.1f} s  loss "
+                  f"{labels['loss_first']:.3g} -> {labels['loss_last']:.3g}{problem}",
+                  flush=True)  # fmt: skip
+            yield labels
+
+
+def _one_quiet_thread() -> None:
+    """One thread per training; no TensorFlow, which tensorboard (that PyTorch's
+    SummaryWriter writes through) imports, for 15 s, unless this module exists;
+    and no tensorboardX message for every tensor with a NaN."""
+    sys.modules.setdefault("tensorboard.compat.notf", type(sys)("tensorboard.compat.notf"))
+    torch.set_num_threads(1)
+    logging.getLogger("tensorboardX").setLevel(logging.ERROR)
 
 
 def main() -> None:
@@ -868,19 +884,18 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="these cases only")
     parser.add_argument("--score-only", action="store_true", help="score what --out holds")
     parser.add_argument("--show", action="store_true", help="print every case's findings")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="trainings at a time (default: cores)"
+    )
     args = parser.parse_args()
-    # The zoo needs no TensorFlow: where it is installed, tensorboard (which PyTorch's
-    # SummaryWriter writes through) imports it, for 15 s, unless this module exists.
-    sys.modules.setdefault("tensorboard.compat.notf", type(sys)("tensorboard.compat.notf"))
-    torch.set_num_threads(1)
-    # tensorboardX says so for every tensor with a NaN.
-    logging.getLogger("tensorboardX").setLevel(logging.ERROR)
+    _one_quiet_thread()
     cases = chosen(args.only)
     root = args.out or Path(tempfile.mkdtemp(prefix="histoscope-zoo-"))
     try:
         if not args.score_only:
             started = time.perf_counter()
-            failed = [labels["case"] for labels in generated(root, cases) if labels["problem"]]
+            built = generated(root, cases, max(1, args.jobs))
+            failed = [labels["case"] for labels in built if labels["problem"]]
             print(f"{len(cases)} trainings in {time.perf_counter() - started:.0f} s")
             if failed:
                 raise SystemExit(f"not built as labelled: {', '.join(failed)}")
