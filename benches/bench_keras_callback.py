@@ -110,8 +110,11 @@ def main() -> None:
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in CONTENDERS}
     for _ in range(args.repeats):
         for name in CONTENDERS:
-            command = [sys.executable, __file__, "--contender", name, "--epochs", str(args.epochs)]
-            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            command = [sys.executable, "-X", "faulthandler", __file__, "--contender", name]
+            command += ["--epochs", str(args.epochs)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
             times[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(
         f"Keras {backend} backend, XLA, {BATCHES} batches of {BATCH} an epoch, "
