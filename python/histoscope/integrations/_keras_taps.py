@@ -153,8 +153,8 @@ class TensorFlowTap:
     def tap(self, step: Any, due: Any, named: Sequence[tuple[str, Any]]) -> None:
         import tensorflow as tf
 
-        rows = [(self._row(key), value) for key, value in named]
-        rows = [(row, value) for row, value in rows if row is not None]
+        found = ((self._row(key), value) for key, value in named)
+        rows = [(row, value) for row, value in found if row is not None]
         if not rows:
             return
 
