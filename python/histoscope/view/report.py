@@ -128,7 +128,7 @@ def _data(
         "layout": _layout(logdir),
         "steps": {run: sorted(found) for run, found in steps.items()},
         "cards": {tag: cards[tag] for tag in sorted(cards)},
-        "findings": _findings(loaded),
+        "findings": _findings(logdir),
     }
 
 
@@ -159,12 +159,14 @@ def _layout(logdir: str) -> list[dict[str, Any]]:
     return out
 
 
-def _findings(loaded: dict[str, dict[str, HistogramSeries]]) -> list[dict[str, Any]]:
+def _findings(logdir: str) -> list[dict[str, Any]]:
+    """What ``histoscope check`` finds: diagnosed from the files, so that the runs' scalars
+    and optimizer notes count as evidence, as they do for the viewer's alerts."""
     from ..diagnose import diagnose
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [finding.to_dict() for finding in diagnose(loaded)]
+        return [finding.to_dict() for finding in diagnose(logdir)]
 
 
 def _json(data: Any) -> bytes:
