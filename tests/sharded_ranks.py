@@ -5,7 +5,7 @@ Each scenario builds a small model sharded one way, watches it on every rank
 trains two steps, and after each backward pass gathers every parameter and
 gradient whole by the framework's own means (``full_tensor()``,
 ``summon_full_params``, an all-gather of FSDP1's flat gradient). Rank 0
-saves what it gathered beside its run (``expected.npz``, keyed
+saves what it gathered beside its run (``expected*.npz``, keyed
 ``"<step>:<key>"``) and how many collectives the watch ran
 (``collectives.json``), for test_sharded to hold the histograms against.
 """
@@ -17,6 +17,7 @@ import os
 import time
 import traceback
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -119,8 +120,7 @@ def train_watched(
     if rank == 0:
         hs.finish()
         np.savez(out / "expected.npz", **expected)
-        groups = len({piece.ranks for _, piece, _ in watch._sharded})
-        (out / "collectives.json").write_text(json.dumps({"calls": collectives, "groups": groups}))
+        (out / "collectives.json").write_text(json.dumps(collectives))
     watch.remove()
 
 
@@ -131,7 +131,7 @@ def _count_collectives(watch: Any) -> list[str]:
         original = getattr(dist, name)
 
         def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
-            if kwargs.get("group") in watch._merge._groups.values():
+            if kwargs.get("group") is watch._merge.group:
                 calls.append(_name)
             return _original(*args, **kwargs)
 
@@ -196,6 +196,44 @@ def tensor_parallel(rank: int, out: Path) -> None:
     fully_shard(model, mesh=mesh["dp"])
     # The ranks of one "tp" group see the same batch, as tensor parallelism needs.
     train_watched(rank, out, model, dtensors, seed=mesh.get_coordinate()[0])
+
+
+def pipeline_stages(rank: int, out: Path) -> None:
+    """Two pipeline stages of two ranks each (a "pp" x "dp" mesh), FSDP2 within each stage:
+    every rank watches its own stage, and rank 0 logs the other stage's tensors too. The
+    first rank of each stage saves what it gathered (the stages train apart here: what
+    passes between them is not what is watched)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "dp"))
+    stage, dp_rank = mesh.get_coordinate()
+    kept = ("0", "2")[stage]
+    model = nn.Sequential(OrderedDict([(kept, mlp().get_submodule(kept))]))
+    fully_shard(model, mesh=mesh["dp"])
+    if rank == 0:
+        hs.init("p", run_name="r", dir=out)
+    watch = hs.watch(model, log="all", every=1)
+    calls = _count_collectives(watch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    expected: dict[str, np.ndarray] = {}
+    collectives = []
+    for step in range(STEPS):
+        calls.clear()
+        # Stage 1's input stands in for what stage 0 would send it.
+        x = batch(step, rank) if stage == 0 else torch.randn(6, 7)
+        model(x).pow(2).mean().backward()
+        collectives.append(len(calls))
+        for key, tensor in dtensors(model).items():
+            expected[f"{step}:{key}"] = tensor.detach().double().numpy()
+        optimizer.step()
+        optimizer.zero_grad()
+    if dp_rank == 0:
+        np.savez(out / f"expected-stage{stage}.npz", **expected)
+    if rank == 0:
+        hs.finish()
+        (out / "collectives.json").write_text(json.dumps(collectives))
+    watch.remove()
 
 
 def partial_and_replicate(rank: int, out: Path) -> None:
@@ -277,6 +315,7 @@ SCENARIOS: dict[str, Callable[[int, Path], None]] = {
     "fsdp2_bfloat16": fsdp2_bfloat16,
     "hsdp": hsdp,
     "tensor_parallel": tensor_parallel,
+    "pipeline_stages": pipeline_stages,
     "partial_and_replicate": partial_and_replicate,
     "fsdp1_use_orig_params": lambda rank, out: fsdp1(rank, out, True, "FULL_SHARD"),
     "fsdp1_flat_parameters": lambda rank, out: fsdp1(rank, out, False, "FULL_SHARD"),
@@ -310,38 +349,45 @@ CHECKS: dict[str, Callable[[int, Path], None]] = {"refused": refused}
 """Scenarios checked apart from the whole-tensor comparison."""
 
 
-def faults(rank: int, world: int, init_file: str, out: str, fault: str) -> None:
-    """Step 0 is logged by both ranks; then rank 1 stops taking part (``"hang"``: it sleeps
-    past the timeout) or dies (``"death"``), and rank 0 goes on capturing and finishes.
-    Rank 0 saves how long each of its calls took, and the warnings it was given."""
+TIMEOUT = 5.0
+
+
+def faults(rank: int, world: int, init_file: str, out: str) -> None:
+    """Two models sharded over both ranks, one after the other, with a run each on rank 0.
+    Step 0 of each is logged by both ranks; then rank 1 stops taking part in the first
+    (it sleeps past the timeout, then comes back) and dies after step 0 of the second,
+    while rank 0 goes on capturing and finishes both runs. Rank 0 saves how long each of
+    its calls took, and the warnings it was given."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     mesh = init_device_mesh("cpu", (world,))
-    model = nn.Module()
-    model.weight = nn.Parameter(
-        distribute_tensor(torch.arange(12.0).reshape(6, 2), mesh, [Shard(0)])
-    )
-    timeout = 3.0
-    if rank == 0:
-        run = hs.init("p", run_name="r", dir=out)
-    watch = hs.watch(model, log="parameters", every=1, timeout=timeout)
-    watch.capture(0)
-    if rank == 1:
-        if fault == "death":
-            os._exit(3)
-        time.sleep(2 * timeout)
-        return
-    times = {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for step in (1, 2):
-            began = time.monotonic()
-            watch.capture(step)
-            times[f"capture {step}"] = time.monotonic() - began
-        began = time.monotonic()
-        run.finish(timeout=timeout)
-        times["finish"] = time.monotonic() - began
-    said = [f"{w.category.__name__}: {w.message}" for w in caught]
+    times: dict[str, float] = {}
+    said: list[str] = []
+    for fault in ("hang", "death"):
+        model = nn.Module()
+        weight = torch.arange(12.0).reshape(6, 2)
+        model.weight = nn.Parameter(distribute_tensor(weight, mesh, [Shard(0)]))
+        run = hs.init("p", run_name=fault, dir=out) if rank == 0 else None
+        watcher = hs.watch if run is None else run.watch
+        watch = watcher(model, log="parameters", every=1, timeout=TIMEOUT)
+        watch.capture(0)
+        if rank == 1:
+            if fault == "death":
+                os._exit(3)
+            time.sleep(2 * TIMEOUT)
+        else:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for step in (1, 2):
+                    began = time.monotonic()
+                    watch.capture(step)
+                    times[f"{fault}: capture {step}"] = time.monotonic() - began
+                began = time.monotonic()
+                run.finish(timeout=TIMEOUT)
+                times[f"{fault}: finish"] = time.monotonic() - began
+            said += [f"{w.category.__name__}: {w.message}" for w in caught]
+        if fault == "hang":
+            dist.barrier()  # the second model's group is made by both ranks together
     (Path(out) / "rank0.json").write_text(json.dumps({"times": times, "warnings": said}))

@@ -23,7 +23,15 @@ pytest.importorskip("torch.distributed.tensor", reason="DTensor needs torch 2.4 
 if not torch.distributed.is_available():  # pragma: no cover - torch built without it
     pytest.skip("torch.distributed is not available", allow_module_level=True)
 
-from sharded_ranks import CHECKS, SCENARIOS, STEPS, faults, scenarios, start  # noqa: E402
+from sharded_ranks import (  # noqa: E402
+    CHECKS,
+    SCENARIOS,
+    STEPS,
+    TIMEOUT,
+    faults,
+    scenarios,
+    start,
+)
 
 WORLD = 4
 SECONDS = 600.0
@@ -48,7 +56,7 @@ def written(folder: Path) -> dict[str, hs.HistogramSeries]:
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_each_histogram_is_the_whole_tensors(sharded: Path, scenario: str) -> None:
     folder = sharded / scenario
-    expected = dict(np.load(folder / "expected.npz"))
+    expected = {k: v for f in folder.glob("expected*.npz") for k, v in np.load(f).items()}
     series = written(folder)
     by_key: dict[str, dict[int, np.ndarray]] = {}
     for name, values in expected.items():
@@ -76,9 +84,9 @@ def test_each_histogram_is_the_whole_tensors(sharded: Path, scenario: str) -> No
 
 
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "partial_and_replicate"])
-def test_two_collectives_per_group_and_logged_step(sharded: Path, scenario: str) -> None:
+def test_two_collectives_per_logged_step(sharded: Path, scenario: str) -> None:
     counted = json.loads((sharded / scenario / "collectives.json").read_text())
-    assert counted["calls"] == [2 * counted["groups"]] * STEPS
+    assert counted == [2] * STEPS
 
 
 def test_keys_are_the_original_names(sharded: Path) -> None:
@@ -88,7 +96,9 @@ def test_keys_are_the_original_names(sharded: Path) -> None:
             continue
         keys = set(written(sharded / scenario))
         logged = {k.split("/", 1)[1] for k in keys if not k.startswith("activations/")}
-        assert logged == names, scenario
+        # The pipeline's two stages hold the first and the second linear layer.
+        expected = {n for n in names if n[0] in "02"} if scenario == "pipeline_stages" else names
+        assert logged == expected, scenario
 
 
 def test_activations_stay_the_writing_ranks_own(sharded: Path) -> None:
@@ -109,21 +119,24 @@ def test_a_scheme_that_cannot_be_merged_is_named_once_and_never_logged_as_a_slic
     assert list(written(sharded / "refused")) == ["parameters/plain"]
 
 
-@pytest.mark.parametrize("fault", ["hang", "death"])
-def test_a_stopped_or_dead_peer_costs_only_the_timeout(tmp_path: Path, fault: str) -> None:
-    codes = start(2, faults, (str(tmp_path / "init"), str(tmp_path), fault), SECONDS)
+def test_a_stopped_or_dead_peer_costs_only_the_timeout(tmp_path: Path) -> None:
+    codes = start(2, faults, (str(tmp_path / "init"), str(tmp_path)), SECONDS)
     errors = "\n".join(p.read_text() for p in sorted(tmp_path.glob("rank*.error")))
-    assert codes == [0, 3 if fault == "death" else 0], errors or f"exit codes {codes}"
+    # Rank 0 lives on past its peer's death, and returns normally.
+    assert codes[0] == 0 and codes[1] == 3, errors or f"exit codes {codes}"
     said = json.loads((tmp_path / "rank0.json").read_text())
     times, warned = said["times"], said["warnings"]
-    # The step the peer missed fails within the watch's timeout (3 s); later steps and
-    # finish() do not wait at all.
-    assert times["capture 1"] < 3.0 + 5.0, times
-    assert times["capture 2"] < 0.5 and times["finish"] < 3.0, times
-    assert len(warned) == 1 and warned[0].startswith("ShardedWarning"), warned
-    assert "step 1: the collectives over ranks 0, 1 failed" in warned[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        series = written(tmp_path)
-    assert series["parameters/weight"].steps.tolist() == [0]
-    assert series["parameters/weight"].stats["count"].tolist() == [12.0]
+    for fault in ("hang", "death"):
+        # The step the peer missed fails within the watch's timeout; later steps and
+        # finish() do not wait at all.
+        assert times[f"{fault}: capture 1"] < TIMEOUT + 5.0, times
+        assert times[f"{fault}: capture 2"] < 0.5 and times[f"{fault}: finish"] < 3.0, times
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            loaded = hs.load_histograms(tmp_path / "p", runs=[fault])
+        assert loaded["parameters/weight"][fault].steps.tolist() == [0]
+        assert loaded["parameters/weight"][fault].stats["count"].tolist() == [12.0]
+    assert len(warned) == 2, warned
+    for warning in warned:
+        assert warning.startswith("ShardedWarning: histoscope watch of Module: step 1: ")
+        assert "the collectives over the 2 ranks failed" in warning

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .. import _args
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run, init
-from ..write.watch import Watch
+from ..write.watch import NO_SINK, Watch
 
 if TYPE_CHECKING:
     import torch
@@ -48,16 +48,27 @@ class Watching:
         self.owns_run = False
 
     def start(
-        self, model: torch.nn.Module, dir: str, *, default_every: int, step: Callable[[], int]
+        self,
+        model: torch.nn.Module,
+        dir: str,
+        *,
+        default_every: int,
+        step: Callable[[], int],
+        writes: bool = True,
     ) -> None:
         """Watches ``model``, in a run of its own in ``dir`` when none was given.
 
-        Only the trainer's main process calls this: the watch logs on every rank it is on.
+        The trainer's main process (global rank 0) ``writes``. Every other rank
+        calls this too, with ``writes=False``: its watch only takes part in
+        merging a sharded model's tensors, and does nothing for any other model.
         """
+        every = self.every if self.every is not None else default_every
+        options = dataclasses.replace(self.options, every=every, step=step, all_ranks=False)
+        if not writes:
+            self.watch = Watch(NO_SINK, model, options, backward_hooks=False)
+            return
         if self.run is None:
             self.run, self.owns_run = init(self.project, dir=dir), True
-        every = self.every if self.every is not None else default_every
-        options = dataclasses.replace(self.options, every=every, step=step, all_ranks=True)
         self.watch = Watch(self.run, model, options, backward_hooks=False)
 
     def capture_if_due(self) -> None:

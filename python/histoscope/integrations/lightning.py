@@ -40,13 +40,14 @@ class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unuse
     default_project = "lightning"
 
     def setup(self, trainer: Any, pl_module: torch.nn.Module, stage: str) -> None:
-        if stage != "fit" or not trainer.is_global_zero or self._watching.watch is not None:
+        if stage != "fit" or self._watching.watch is not None:
             return
         self._watching.start(
             pl_module,
             os.path.join(trainer.default_root_dir, "histoscope-logs"),
             default_every=max(1, trainer.log_every_n_steps),
             step=lambda: trainer.global_step,
+            writes=trainer.is_global_zero,
         )
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:

@@ -47,13 +47,14 @@ class HistoscopeCallback(WatchingCallback, TrainerCallback):  # type: ignore[mis
         model: torch.nn.Module | None = None,
         **kwargs: Any,
     ) -> None:
-        if not state.is_world_process_zero or model is None or self._watching.watch is not None:
+        if model is None or self._watching.watch is not None:
             return
         self._watching.start(
             model,
             os.path.join(args.output_dir, "histoscope-logs"),
             default_every=_logging_steps(args),
             step=lambda: state.global_step + 1,
+            writes=state.is_world_process_zero,
         )
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

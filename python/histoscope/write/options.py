@@ -54,9 +54,9 @@ class WatchOptions:
     module's output; ``step`` returns your own step; ``all_ranks`` logs on
     every rank of ``torch.distributed``, not rank 0 alone.
 
-    Sharded parameters (DTensors, FSDP1) are logged whole by the rank whose
-    place in their group is ``rank``; every rank takes part, and waits at
-    most ``timeout`` seconds for the others at a logged step.
+    Sharded parameters (DTensors, FSDP1) are logged whole by rank ``rank`` of
+    ``torch.distributed``; every rank takes part, and waits at most
+    ``timeout`` seconds for the others at a logged step.
 
     Example:
         >>> options = WatchOptions(log="parameters", filter=r"^fc")

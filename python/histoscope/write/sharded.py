@@ -1,38 +1,44 @@
-"""Whole-tensor histograms of sharded parameters and gradients, merged over their ranks.
+"""Whole-tensor histograms of sharded parameters and gradients, merged over every rank.
 
-Nothing is gathered. At a logged step every rank of a group (the ranks that
-hold a set of parameters between them, `shards.Piece.ranks`) does this for
-all of that group's tensors at once:
+Nothing is gathered. At a logged step every rank does this for all the
+sharded tensors of the step at once:
 
-1. bins nothing yet: each local piece's count, extremes, mean and spread
-   (`batched.local_moments`);
+1. each local piece's count, extremes, mean and spread (`batched.local_moments`);
 2. one all-reduce (MAX) of every tensor's ``[-min, max, mean, held, missing]``
    gives the whole tensor's extremes, so every rank makes the same edges by
    the core's rules (`device.default_edges`, as ``Histogram(tensor.full_tensor())``
-   would), and a shift for the sums below (the largest local mean);
-3. each rank counts its piece on those edges (`batched.local_counts`; the
+   would), and a shift for the sums below (the largest of the pieces' means);
+3. each rank counts its piece on those edges (`batched.local_counts`: the
    core for CPU tensors, the device kernel elsewhere);
-4. one reduce (SUM) to the writing rank adds the counts, the counts of
-   finite and nonfinite values, and each piece's sum of deviations from the
-   shift and sum of their squares, made from its own mean and spread
-   (``n (mean - shift)`` and ``m2 + n (mean - shift)^2``). The whole
-   tensor's spread is then ``S2 - S1^2 / N``: Chan's merge, which loses
-   little to a large mean because the shift is one of the pieces' means.
+4. one reduce (SUM) to the writing rank adds the counts, the counts of finite
+   and nonfinite values, and each piece's sum of deviations from the shift and
+   sum of their squares, made from its own mean and spread (``n (mean - shift)``
+   and ``m2 + n (mean - shift)^2``). The whole tensor's spread is then
+   ``S2 - S1^2 / N``: Chan's merge, which loses little to a large mean because
+   the shift is one of the pieces' means.
 
-Two collectives per group and logged step, whatever the number of tensors.
-The counts equal those of binning the gathered tensor on the same edges;
-the mean and std equal them up to rounding.
+Two collectives per logged step, whatever the number of tensors. The counts
+equal those of binning the gathered tensor on the same edges; the mean and
+std equal them up to rounding.
 
-The collectives run on a gloo group of their own (made at the first logged
-step by the group's ranks alone, then shared by the process's watches), whose
-timeout is the watch's: a peer that died or stopped fails the step on the
-others within that time, and the training's own collectives are never
-delayed or put out of order. After a failure the watch stops logging sharded
-tensors, says so once, and training goes on.
+Which ranks hold what is agreed once, at the first logged step (`Layout`):
+every rank says which keys it holds and with which group of ranks
+(`shards.Piece.ranks`). A key held by several groups with the same values
+(a parameter left out of tensor parallelism sits on each "dp" sub-mesh) is
+counted from the group with the lowest rank alone; a key of one pipeline
+stage is logged by the writing rank all the same.
+
+The collectives run on a gloo group of every rank, the watch's own, made by
+all of them at that first logged step, whose timeout is the watch's: a peer
+that died or stopped fails the step on the others within that time, and the
+training's own collectives are never delayed or put out of order. After a
+failure the watch stops logging sharded tensors, says so once, and training
+goes on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import warnings
@@ -51,17 +57,43 @@ from .shards import Local, Piece
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Merge", "Wanted"]
+__all__ = ["Layout", "Merge", "Wanted"]
 
 Wanted = tuple[str, Piece, bool]
 """A tensor to log: its key, its parameter, and whether it is the parameter's gradient."""
 
-_GATHERED = 5
-"""Columns of the first collective: -min, max, the local mean (the shift), held, missing."""
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """What every rank agreed at the first logged step: the keys, in one order, and which of
+    this rank's tensors it counts."""
+
+    keys: list[str]
+    """Every rank's keys, sorted: the rows of both collectives."""
+    rows: list[int | None]
+    """For each of this rank's tensors, its row; None where another group counts the key."""
+
+    @classmethod
+    def agreed(cls, wanted: Sequence[Wanted], group: Any) -> Layout:
+        """The layout of ``wanted`` and every other rank's, from one all-gather over ``group``."""
+        import torch.distributed as dist
+
+        mine = [(key, piece.ranks) for key, piece, _ in wanted]
+        everyone: list[Any] = [None] * dist.get_world_size(group)
+        dist.all_gather_object(everyone, mine, group=group)
+        holders: dict[str, set[tuple[int, ...]]] = {}
+        for theirs in everyone:
+            for key, ranks in theirs:
+                holders.setdefault(key, set()).add(tuple(ranks))
+        counting = {key: min(groups, key=lambda r: (min(r), r)) for key, groups in holders.items()}
+        keys = sorted(holders)
+        row = {key: i for i, key in enumerate(keys)}
+        rows = [row[key] if piece.ranks == counting[key] else None for key, piece, _ in wanted]
+        return cls(keys, rows)
 
 
 class Merge:
-    """The merges of one watch: its groups and their gloo process groups, made once.
+    """The merges of one watch: the layout agreed at its first logged step, and its group.
 
     Example:
         >>> from histoscope.write.options import WatchOptions
@@ -73,137 +105,125 @@ class Merge:
         self.options = options
         self.model = model
         self.failed = False
-        self._groups: dict[tuple[int, ...], Any] = {}
+        self.group: Any = None
+        self._layout: Layout | None = None
         self._warned: set[str] = set()
 
-    def writes(self, ranks: tuple[int, ...]) -> bool:
-        """Whether this rank writes what the group ``ranks`` holds."""
-        if self.options.all_ranks:
-            return True
-        return _this_rank() == ranks[self.options.rank]
+    @property
+    def writes(self) -> bool:
+        """Whether this rank writes the merged histograms: rank ``rank``, or every rank
+        with ``all_ranks``."""
+        import torch.distributed as dist
+
+        return self.options.all_ranks or dist.get_rank() == self.options.rank
 
     def capture(self, step: int, wanted: Sequence[Wanted]) -> dict[str, Histogram]:
-        """The whole histograms of ``wanted`` that this rank writes, merged group by group.
+        """The whole histograms of every rank's ``wanted`` tensors, on the rank that writes.
 
-        Every rank of each group must call this at the same step with the
-        same tensors; the rank that writes a group gets its histograms.
+        Every rank with a sharded model calls this at the same step, with the
+        tensors it holds (none, on a rank off the model's meshes).
         """
         if self.failed:
             return {}
-        by_group: dict[tuple[int, ...], list[Wanted]] = {}
-        for entry in wanted:
-            by_group.setdefault(entry[1].ranks, []).append(entry)
-        merged: dict[str, Histogram] = {}
-        for ranks, entries in by_group.items():
-            try:
-                merged.update(self._merge(step, ranks, entries))
-            except Exception as error:  # noqa: BLE001 - a failed peer must not stop training
-                self.failed = True
-                _forget_group(ranks, self.options.timeout)
-                self._warn(
-                    step,
-                    f"the collectives over ranks {_ranks_text(ranks)} failed "
-                    f"({type(error).__name__}: {_first_line(error)}); "
-                    "sharded tensors are no longer logged",
-                )
-                break
-        return merged
+        try:
+            if self._layout is None:
+                self.group = _gloo_world(self.options.timeout)
+                self._layout = Layout.agreed(wanted, self.group)
+            return self._merge(step, wanted, self._layout)
+        except Exception as error:  # noqa: BLE001 - a failed peer must not stop training
+            self.failed = True
+            self._warn(
+                step,
+                f"the collectives over the {_world_size()} ranks failed "
+                f"({type(error).__name__}: {_first_line(error)}); "
+                "sharded tensors are no longer logged",
+            )
+            return {}
 
-    def _merge(
-        self, step: int, ranks: tuple[int, ...], entries: list[Wanted]
-    ) -> dict[str, Histogram]:
+    def close(self) -> None:
+        """Lets the gloo group go (unless its collectives failed: a broken group is left as
+        it is, its peers perhaps gone)."""
+        if self.group is not None and not self.failed:
+            import torch.distributed as dist
+
+            dist.destroy_process_group(self.group)
+        self.group = None
+
+    def _merge(self, step: int, wanted: Sequence[Wanted], layout: Layout) -> dict[str, Histogram]:
         import torch.distributed as dist
 
-        locals_ = [self._local(step, ranks, key, piece, grad) for key, piece, grad in entries]
-        held = [local is not None for local in locals_]
+        n, bins = len(layout.keys), self.options.bins
+        mine = [(row, entry) for row, entry in zip(layout.rows, wanted) if row is not None]
+        locals_ = [self._local(step, key, piece, grad) for _, (key, piece, grad) in mine]
+        at = np.array([row for row, _ in mine], dtype=np.int64)
         tensors = [_values(local) for local in locals_]
-        moments = local_moments(tensors)
-        count, low, high, mean, m2, nonfinite = moments.T
-        first = np.stack(
-            [-low, high, np.where(count > 0, mean, -np.inf), held, np.logical_not(held)], 1
-        )
-        first = self._all_reduce(ranks, first, dist.ReduceOp.MAX)
-        low, high, shift = -first[:, 0], first[:, 1], first[:, 2]
+        count, low, high, mean, m2, nonfinite = local_moments(tensors).T
+        held = np.array([local is not None for local in locals_], dtype=np.float64)
+        # Ranks that count nothing of a key leave its row as MAX's identity.
+        first = np.zeros((n, 5))
+        first[:, :3] = -np.inf
+        first[at] = np.stack([-low, high, np.where(count > 0, mean, -np.inf), held, 1 - held], 1)
+        dist.all_reduce(_tensor(first), op=dist.ReduceOp.MAX, group=self.group)
+        low_all, high_all, shift = -first[:, 0], first[:, 1], first[:, 2]
         anywhere, somewhere_missing = first[:, 3] > 0, first[:, 4] > 0
-        edges = default_edges(low, high, self.options.bins)
+        edges = default_edges(low_all, high_all, bins)
         usable = anywhere & ~somewhere_missing & ~np.isnan(edges[:, 0])
-        counted = np.array([local is not None and local.counted for local in locals_]) & usable
         shift = np.where(np.isfinite(shift), shift, 0.0)
-        second = np.zeros((len(entries), self.options.bins + 4))
-        rows = np.flatnonzero(counted)
-        if len(rows):
-            second[rows, :-4] = local_counts([tensors[i] for i in rows], edges[rows])
-        centred = np.where(count > 0, mean - shift, 0.0)
-        sums = [
-            count,
-            nonfinite,
-            count * centred,
-            np.where(count > 0, m2, 0.0) + count * centred**2,
-        ]
-        second[:, -4:] = np.where(counted[:, None], np.stack(sums, 1), 0.0)
-        summed = self._reduce(ranks, second)
-        if summed is None:
+        counted = np.array([local is not None and local.counted for local in locals_], dtype=bool)
+        counted &= usable[at]
+        second = np.zeros((n, bins + 4))
+        if counted.any():
+            rows = at[counted]
+            picked = [tensor for tensor, c in zip(tensors, counted) if c]
+            second[rows, :bins] = local_counts(picked, edges[rows])
+            some = count[counted]
+            centred = np.where(some > 0, mean[counted] - shift[rows], 0.0)
+            spread = np.where(some > 0, m2[counted], 0.0)
+            second[rows, bins:] = np.stack(
+                [some, nonfinite[counted], some * centred, spread + some * centred**2], 1
+            )
+        if not self._reduce(second):
             return {}
-        self._report(step, entries, anywhere, somewhere_missing, edges, low, high)
+        self._report(step, layout.keys, anywhere, somewhere_missing, edges, low_all, high_all)
         return {
-            key: _histogram(edges[i], summed[i], low[i], high[i], shift[i])
-            for i, (key, _, _) in enumerate(entries)
+            key: _histogram(edges[i], second[i], low_all[i], high_all[i], shift[i])
+            for i, key in enumerate(layout.keys)
             if usable[i]
         }
 
-    def _local(
-        self, step: int, ranks: tuple[int, ...], key: str, piece: Piece, gradient: bool
-    ) -> Local | None:
-        """This rank's values of a tensor; None when it has none, or they cannot be had
-        (said by the rank that writes; the other ranks then leave the tensor out too)."""
-        try:
-            return piece.gradient() if gradient else piece.parameter()
-        except Exception as error:  # noqa: BLE001 - one tensor lost, the step goes on
-            if self.writes(ranks):
-                self._warn(step, f"{key}: {type(error).__name__}: {_first_line(error)}; not logged")
-            return None
-
-    def _all_reduce(self, ranks: tuple[int, ...], values: np.ndarray, op: Any) -> np.ndarray:
-        import torch
-        import torch.distributed as dist
-
-        if len(ranks) == 1:
-            return values
-        tensor = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64))
-        dist.all_reduce(tensor, op=op, group=self._group(ranks))
-        return tensor.numpy()
-
-    def _reduce(self, ranks: tuple[int, ...], values: np.ndarray) -> np.ndarray | None:
-        """The sums over ``ranks`` on the rank that writes (on every rank with ``all_ranks``)."""
-        import torch
+    def _reduce(self, values: np.ndarray) -> bool:
+        """Adds ``values`` up, in place, on the rank that writes (on every rank with
+        ``all_ranks``); whether this rank got the sums."""
         import torch.distributed as dist
 
         if self.options.all_ranks:
-            return self._all_reduce(ranks, values, dist.ReduceOp.SUM)
-        if len(ranks) > 1:
-            tensor = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64))
-            writer = ranks[self.options.rank]
-            dist.reduce(tensor, dst=writer, op=dist.ReduceOp.SUM, group=self._group(ranks))
-            values = tensor.numpy()
-        return values if self.writes(ranks) else None
+            dist.all_reduce(_tensor(values), op=dist.ReduceOp.SUM, group=self.group)
+        else:
+            dist.reduce(
+                _tensor(values), dst=self.options.rank, op=dist.ReduceOp.SUM, group=self.group
+            )
+        return self.writes
 
-    def _group(self, ranks: tuple[int, ...]) -> Any:
-        """The gloo group of ``ranks``, shared by the watches of this process."""
-        if ranks not in self._groups:
-            self._groups[ranks] = _gloo_group(ranks, self.options.timeout)
-        return self._groups[ranks]
+    def _local(self, step: int, key: str, piece: Piece, gradient: bool) -> Local | None:
+        """This rank's values of a tensor; None when it has none, or they cannot be had
+        (said here; the rank that writes then says the tensor was left out)."""
+        try:
+            return piece.gradient() if gradient else piece.parameter()
+        except Exception as error:  # noqa: BLE001 - one tensor lost, the step goes on
+            self._warn(step, f"{key}: {type(error).__name__}: {_first_line(error)}; not logged")
+            return None
 
     def _report(
         self,
         step: int,
-        entries: list[Wanted],
+        keys: list[str],
         anywhere: np.ndarray,
         somewhere_missing: np.ndarray,
         edges: np.ndarray,
         low: np.ndarray,
         high: np.ndarray,
     ) -> None:
-        for i, (key, _, _) in enumerate(entries):
+        for i, key in enumerate(keys):
             if anywhere[i] and somewhere_missing[i]:
                 self._warn(step, f"{key}: some ranks hold it and some do not; not logged")
             elif anywhere[i] and np.isnan(edges[i, 0]):
@@ -230,6 +250,13 @@ def _values(local: Local | None) -> torch.Tensor:
     return torch.zeros(0) if local is None else local.values
 
 
+def _tensor(values: np.ndarray) -> torch.Tensor:
+    """A tensor sharing ``values``' memory, for a collective to fill in place."""
+    import torch
+
+    return torch.from_numpy(values)
+
+
 def _histogram(
     edges: np.ndarray, summed: np.ndarray, low: float, high: float, shift: float
 ) -> Histogram:
@@ -253,42 +280,18 @@ def _histogram(
     return Histogram._of(edges.copy(), counts.copy(), stats)
 
 
-_GLOO_GROUPS: dict[tuple[Any, tuple[int, ...], float], Any] = {}
-"""Each gloo group made so far, by the process group it was made in, its ranks and timeout."""
-
-
-def _gloo_group(ranks: tuple[int, ...], timeout: float) -> Any:
-    """The gloo group of ``ranks``, made by them alone (no other rank waits) the first time
-    a watch of this process needs it: making one takes each rank a round of connections."""
+def _gloo_world(timeout: float) -> Any:
+    """A gloo group of every rank, made by all of them together (each watch has its own, so
+    that one whose peer failed never puts another's collectives out of step)."""
     import torch.distributed as dist
 
-    key = (dist.group.WORLD, ranks, timeout)
-    if key not in _GLOO_GROUPS:
-        _GLOO_GROUPS[key] = dist.new_group(
-            list(ranks),
-            timeout=datetime.timedelta(seconds=timeout),
-            backend="gloo",
-            use_local_synchronization=True,
-        )
-    return _GLOO_GROUPS[key]
+    return dist.new_group(timeout=datetime.timedelta(seconds=timeout), backend="gloo")
 
 
-def _forget_group(ranks: tuple[int, ...], timeout: float) -> None:
-    """Drops a group whose collectives failed: its ranks are out of step for good."""
+def _world_size() -> int:
     import torch.distributed as dist
 
-    _GLOO_GROUPS.pop((dist.group.WORLD, ranks, timeout), None)
-
-
-def _this_rank() -> int:
-    import torch.distributed as dist
-
-    return dist.get_rank()
-
-
-def _ranks_text(ranks: tuple[int, ...]) -> str:
-    shown = ", ".join(map(str, ranks[:8]))
-    return shown + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+    return dist.get_world_size()
 
 
 def _first_line(error: BaseException) -> str:

@@ -17,9 +17,9 @@ Three kinds of parameter are spread over ranks:
   `find_pieces`): their gradients live in the optimizer, out of reach of a
   backward hook.
 
-A piece names the ranks of its group (`Piece.ranks`, global ranks), over
-which `sharded` merges it; keys drop the wrappers' own names
-(`original_name`).
+A piece names the ranks of its group (`Piece.ranks`, global ranks), which
+`sharded` uses to count a parameter that several groups hold once; keys drop
+the wrappers' own names (`original_name`).
 
 Example:
     >>> original_name("_fsdp_wrapped_module.layers.0._checkpoint_wrapped_module.fc.weight")
@@ -150,6 +150,9 @@ class Found:
     """Parameters whose gradients mark a backward pass, besides the model's own."""
     unsupported: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     """Each sharding scheme that cannot be merged, and the parameters it leaves out."""
+    spread: bool = False
+    """Whether the model has parameters spread over ranks at all, pieces here or not: its
+    watch then takes part in every logged step's merge."""
 
 
 def find_pieces(module: torch.nn.Module) -> Found:
@@ -173,6 +176,7 @@ def find_pieces(module: torch.nn.Module) -> Found:
         if id(parameter) in found.covered:
             continue
         if hasattr(parameter, "ds_tensor"):
+            found.spread = True
             _refuse(found, "DeepSpeed ZeRO-3 partitioned parameters", name, parameter)
         elif dtensor is not None and isinstance(parameter, dtensor):
             _add_dtensor(found, name, parameter)
@@ -181,6 +185,7 @@ def find_pieces(module: torch.nn.Module) -> Found:
 
 def _add_dtensor(found: Found, name: str, parameter: Any) -> None:
     """A DTensor parameter as a piece, unless this rank is not on its mesh (it holds none)."""
+    found.spread = True
     placement = _unsupported_placement(parameter)
     if placement is not None:
         _refuse(found, f"DTensor placement {placement}", name, parameter)
@@ -214,6 +219,7 @@ def _find_flat_pieces(module: torch.nn.Module, found: Found) -> None:
 
         ranks = tuple(dist.get_process_group_ranks(fsdp.process_group))
         replicated = fsdp.sharding_strategy == ShardingStrategy.NO_SHARD
+        found.spread = True
         found.triggers.append(flat)
         for index, (name, original) in enumerate(zip(names, originals)):
             found.pieces.append(FlatPiece(name, flat, index, ranks, replicated, original))

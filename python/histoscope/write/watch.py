@@ -19,9 +19,9 @@ pass ``step=`` a function returning your own step (for example
 
 Sharded models. Parameters spread over ranks (DTensors from FSDP2's
 ``fully_shard`` or ``parallelize_module``, FSDP1's flat parameters; see
-`shards`) are logged whole, under their original names, by one rank of their
-group (``rank=``, 0 by default), merged by two collectives per logged step
-(`sharded`). Every rank must watch the model, with the same options: ranks
+`shards`) are logged whole, under their original names, by one rank
+(``rank=``, 0 by default), merged by two collectives per logged step
+(`sharded`). Every rank must watch its model, with the same options: ranks
 that write nothing need no run (`histoscope.watch` without `init` gives them
 a watch that only takes part). Tensors that are not sharded are logged by
 that rank alone, as under DistributedDataParallel.
@@ -137,11 +137,12 @@ class Watch:
         self._parameters = named if options.parameters else []
         self._gradients = [(n, p) for n, p in named if p.requires_grad] if options.gradients else []
         self._sharded: list[Wanted] = _wanted(pieces, options)
-        self._merge = Merge(options, type(module).__name__)
-        _check_writer(pieces, options)
-        self._writes = writes_here(options)
         # Every rank of a sharded model takes part in each logged step's collectives.
-        self.active = self._writes or bool(self._sharded)
+        self._merge = Merge(options, type(module).__name__) if found.spread else None
+        if found.spread:
+            _check_writer(options)
+        self._writes = writes_here(options)
+        self.active = self._writes or self._merge is not None
         grad_params = [p for p in module.parameters() if p.requires_grad] + found.triggers
         self._grad_params = list({id(p): p for p in grad_params}.values())
         self._backward_hooks = backward_hooks
@@ -210,7 +211,7 @@ class Watch:
         if self._activations_step == step:
             keyed += [(f"activations/{key}", t) for key, t in self._activations.items()]
         self._activations = {}
-        merged = self._merge.capture(step, self._sharded) if self._sharded else {}
+        merged = {} if self._merge is None else self._merge.capture(step, self._sharded)
         self._log(step, keyed, merged)
 
     def remove(self) -> None:
@@ -220,6 +221,8 @@ class Watch:
         self._handles = []
         self._activations = {}
         self.active = False
+        if self._merge is not None:
+            self._merge.close()
 
     def __repr__(self) -> str:
         state = "watching" if self.active else "removed"
@@ -363,13 +366,14 @@ def _wanted(pieces: list[Piece], options: WatchOptions) -> list[Wanted]:
     return wanted
 
 
-def _check_writer(pieces: list[Piece], options: WatchOptions) -> None:
-    for piece in pieces:
-        if options.rank >= len(piece.ranks):
-            raise ValueError(
-                f"rank must be a rank of every sharded parameter's group, got {options.rank}, "
-                f"but {piece.name} is held by {len(piece.ranks)} ranks"
-            )
+def _check_writer(options: WatchOptions) -> None:
+    import torch.distributed as dist
+
+    if options.rank >= dist.get_world_size():
+        raise ValueError(
+            f"rank must be a rank of torch.distributed, from 0 to {dist.get_world_size() - 1}, "
+            f"got {options.rank}"
+        )
 
 
 def _warn_unsupported(model: str, unsupported: dict[str, list[str]]) -> None:
