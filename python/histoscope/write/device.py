@@ -294,7 +294,8 @@ def _tally(flat: _Flat, edges: np.ndarray, equal: bool) -> torch.Tensor:
     import torch
 
     bins = edges.shape[1] - 1
-    on_device = torch.as_tensor(np.ascontiguousarray(edges), device=flat.x.device)
+    # A writable copy: shared edges come as a read-only broadcast view.
+    on_device = torch.as_tensor(np.array(edges, dtype=np.float64), device=flat.x.device)
     if equal:
         # A step that underflows to 0 (a span of a few subnormals) repeats edges: those
         # rows are searched instead, found here on the host so that the device never waits.
