@@ -1,10 +1,15 @@
-"""The package's shape: no import circles among its modules, lazy imports included, and
-rooms of a readable size.
+"""The package's shape: no import circles among its modules, lazy and type-only imports
+included, and rooms of a readable size.
 
 The imports are read from the source (every ``import`` and ``from ... import``
-anywhere in a module, inside functions too), not from ``sys.modules``, so an
-import that only runs on some path still counts. Only ``if TYPE_CHECKING:``
-blocks are left out: they never run.
+anywhere in a module, inside functions and ``if TYPE_CHECKING:`` blocks too), not
+from ``sys.modules``, so an import that only runs on some path still counts, and so
+does a class named only in an annotation.
+
+``from . import x`` where ``x`` is a module is an edge to ``x``. A name defined in a
+package's ``__init__`` is an edge to the package. Python runs a package's ``__init__``
+before any of its modules, so each module would otherwise "import" its own room: that
+is the tree, not a circle, and is not counted.
 """
 
 from __future__ import annotations
@@ -30,23 +35,12 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def imported(name: str, path: Path, known: set[str]) -> set[str]:
     """The package's modules that module ``name`` imports, wherever in it."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -110,7 +104,7 @@ def test_the_walk_finds_a_circle_when_there_is_one() -> None:
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
-def test_lazy_imports_are_seen(tmp_path: Path) -> None:
+def test_lazy_and_type_only_imports_are_seen(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
@@ -118,7 +112,22 @@ def test_lazy_imports_are_seen(tmp_path: Path) -> None:
         "def f():\n    from histoscope.read import reader\n    from . import _args\n"
     )
     known = {"histoscope.read.reader", "histoscope.read", "histoscope._args", "histoscope.errors"}
-    assert imported("histoscope.m", source, known) == {"histoscope.read.reader", "histoscope._args"}
+    assert imported("histoscope.m", source, known) == {
+        "histoscope.read.reader",
+        "histoscope._args",
+        "histoscope.errors",
+    }
+
+
+def test_a_name_from_a_package_init_is_an_edge_to_the_package(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("from .. import _core, load_histograms\nfrom . import sibling\n")
+    known = {"histoscope", "histoscope._core", "histoscope.read", "histoscope.read.sibling"}
+    assert imported("histoscope.read.m", source, known) == {
+        "histoscope",
+        "histoscope._core",
+        "histoscope.read.sibling",
+    }
 
 
 @pytest.mark.parametrize(("suffix", "limit"), [(".py", 500), (".js", 400)])

@@ -13,7 +13,7 @@ pyarrow (and pandas for `to_pandas`) are optional: ``pip install 'histoscope[arr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, Protocol, Union, cast
 
 import numpy as np
 
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     import pandas
     import pyarrow
 
-    from .series import HistogramSeries
-
 __all__ = ["COLUMNS", "schema", "to_arrow", "to_pandas"]
 
 #: The statistics columns, in the order of ``_core.STAT_NAMES`` (``count`` renamed ``num``).
@@ -32,10 +30,19 @@ STAT_COLUMNS = tuple("num" if name == "count" else name for name in _core.STAT_N
 #: Every column, in order.
 COLUMNS = ("run", "tag", "step", "wall_time", "left", "right", "count", *STAT_COLUMNS)
 
+
+class SeriesLike(Protocol):
+    """What a table is made from: a `histoscope.HistogramSeries`, known here by the core
+    record it wraps, since the series module imports this one for its ``to_arrow``."""
+
+    @property
+    def record(self) -> _core.SeriesRecord: ...
+
+
 SeriesInput = Union[
-    "HistogramSeries",
-    Mapping[str, Mapping[str, "HistogramSeries"]],
-    Iterable["HistogramSeries"],
+    SeriesLike,
+    Mapping[str, Mapping[str, SeriesLike]],
+    Iterable[SeriesLike],
 ]
 
 
@@ -143,11 +150,11 @@ def _joined_offsets(offsets: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([*starts, [totals.sum()]]).astype(np.int64)
 
 
-def _flatten(series: SeriesInput) -> list[HistogramSeries]:
+def _flatten(series: SeriesInput) -> list[SeriesLike]:
     if _is_series(series):
-        return [cast("HistogramSeries", series)]
+        return [cast(SeriesLike, series)]
     if isinstance(series, Mapping):
-        out: list[HistogramSeries] = []
+        out: list[SeriesLike] = []
         for tag, by_run in series.items():
             if not isinstance(by_run, Mapping):
                 raise TypeError(
@@ -157,7 +164,7 @@ def _flatten(series: SeriesInput) -> list[HistogramSeries]:
             out.extend(by_run.values())
         series = out
     # Not a series itself (checked above): an iterable of them.
-    items = list(cast("Iterable[HistogramSeries]", series))
+    items = list(cast(Iterable[SeriesLike], series))
     for item in items:
         if not _is_series(item):
             raise TypeError(
@@ -168,5 +175,4 @@ def _flatten(series: SeriesInput) -> list[HistogramSeries]:
 
 
 def _is_series(item: object) -> bool:
-    # By the core record it wraps: series.py imports this module for its to_arrow.
     return isinstance(getattr(item, "record", None), _core.SeriesRecord)

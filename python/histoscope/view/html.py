@@ -20,20 +20,53 @@ import webbrowser
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .page import SEVERITIES, asset_text, bundle
 
-if TYPE_CHECKING:
-    # For types only: histoscope.read.chart imports this module for notebooks.
-    from ..diagnose import Finding
-    from ..read.chart import TensorBoardChart
-
 __all__ = ["render", "save_html", "show"]
 
 _NOTEBOOK_HEIGHT = 820  # pixels of the notebook iframe; the page scrolls inside it past that
+
+
+# A chart and a finding are known here by their fields, not by their classes:
+# histoscope.read.chart imports this module for notebooks, and histoscope.diagnose reads.
+class TensorBoardChart(Protocol):
+    """What a page draws: a `histoscope.TensorBoardChart`, or anything with its fields."""
+
+    @property
+    def tag(self) -> str: ...
+    @property
+    def run(self) -> str: ...
+    @property
+    def steps(self) -> np.ndarray: ...
+    @property
+    def edges(self) -> np.ndarray: ...
+    @property
+    def counts(self) -> np.ndarray: ...
+    @property
+    def bins(self) -> int: ...
+
+
+class Finding(Protocol):
+    """What a page says of a `histoscope.Finding`."""
+
+    @property
+    def run(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def severity(self) -> str: ...
+    @property
+    def first_step(self) -> int: ...
+    @property
+    def last_step(self) -> int: ...
+    @property
+    def message(self) -> str: ...
 
 
 def render(chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None) -> str:
@@ -129,8 +162,6 @@ def _notebook_html(chart: TensorBoardChart, findings: Iterable[Finding] | None =
     )
 
 
-# What a chart needs to be drawn, looked for rather than its class: histoscope.read.chart
-# imports this module for notebooks, so this one imports nothing from histoscope.read.
 _CHART_FIELDS = ("tag", "run", "steps", "edges", "counts", "bins")
 
 
