@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any, TextIO
 
 from .. import _args, _core
+from ..progress import Progress
 from .reader import Logdirs
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
 from .tidy import STAT_COLUMNS, schema, table_of_records
@@ -52,27 +53,6 @@ class ExportSummary:
     superseded: dict[str, int] = field(default_factory=dict)
 
 
-class Progress:
-    """A one-line progress display, redrawn in place with a carriage return."""
-
-    def __init__(self, stream: TextIO, files: int, total_bytes: int) -> None:
-        self.stream, self.files, self.total_bytes = stream, files, total_bytes
-
-    def update(self, summary: ExportSummary) -> None:
-        done = summary.bytes_read / self.total_bytes if self.total_bytes else 1.0
-        bar = "#" * int(done * 30)
-        self.stream.write(
-            f"\rexporting [{bar:<30}] {summary.files}/{self.files} files, "
-            f"{summary.bytes_read / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB, "
-            f"{summary.rows} rows"
-        )
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
-
-
 def export_parquet(
     logdir: Logdirs,
     out: str | os.PathLike[str],
@@ -87,8 +67,8 @@ def export_parquet(
 
     ``logdir``, ``tags``, ``runs`` and ``storage_options`` are as for
     `histoscope.load_histograms`. ``progress``, if given, is a terminal to draw a
-    progress line on. The file is written under a temporary name and renamed
-    when complete. Needs ``pip install 'histoscope[arrow]'``.
+    progress line on (see `histoscope.progress`). The file is written under a
+    temporary name and renamed when complete. Needs ``pip install 'histoscope[arrow]'``.
     """
     from .tidy import _pyarrow
 
@@ -101,7 +81,11 @@ def export_parquet(
     out = os.fspath(out)
     summary = ExportSummary(path=out, runs=len(chosen))
     files = [f for run in chosen for f in run.files]
-    bar = Progress(progress, len(files), sum(_size(f) for f in files)) if progress else None
+    bar = (
+        Progress(progress, "exporting", files=len(files), total_bytes=sum(map(_size, files)))
+        if progress
+        else None
+    )
     partial_path = f"{out}.partial"
     try:
         with pq.ParquetWriter(
@@ -129,7 +113,7 @@ def export_parquet(
                         summary.incomplete.append((report.path, report.incomplete_tail))
                         summary.tail_notes.append(report.tail_note)
                 if bar:
-                    bar.update(summary)
+                    bar.advance(files=1, nbytes=_size(file), extra=f"{summary.rows} rows")
         os.replace(partial_path, out)
     finally:
         if bar:
