@@ -126,7 +126,8 @@ def _pooled_view(values: Any) -> np.ndarray | None:
         array = values.detach().resolve_conj().resolve_neg().numpy()
     else:
         return None
-    if array.dtype.name == "bfloat16" or array.dtype.kind not in "biuf" or array.dtype.itemsize > 8:
+    # bfloat16 (ml_dtypes') is of the void kind, so this leaves it out too.
+    if array.dtype.kind not in "biuf" or array.dtype.itemsize > 8:
         return None
     return array if array.dtype.isnative else None
 
@@ -155,7 +156,7 @@ def _as_numpy(values: Any, name: str) -> tuple[np.ndarray, bool]:
 
 def _checked_dtype(dtype: np.dtype, name: str) -> np.dtype:
     """The dtype the private copy gets: native byte order, long double as float64."""
-    if dtype.name == "bfloat16":
+    if dtype.kind == "V" and dtype.name == "bfloat16":
         return dtype
     if dtype.kind not in "biuf":
         raise TypeError(f"{name} must have a numeric or bool dtype, got {dtype}")
