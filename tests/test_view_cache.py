@@ -7,16 +7,21 @@ import io
 import json
 import shutil
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import Server, opened_page
 from conftest import FIXTURE_NAMES
+from playwright.sync_api import Browser, expect
 
 import histoscope
 from histoscope import cli
 from histoscope.view import answers, follow, site
 from histoscope.view.follow import LogdirIndex
+
+pytest_plugins = ["browser"]  # the browser fixture
 
 FIXTURES = [name for name in FIXTURE_NAMES if name != "scalars_only"]
 SMALL = 1 << 20
@@ -141,6 +146,47 @@ def test_a_file_removed_or_cut_after_indexing_is_said_for_its_run_and_the_rest_s
     by_run = {entry["run"]: entry for entry in found["runs"]}
     assert said in by_run[victim]["error"]
     assert len(by_run["lr1"]["current"]["buckets"]) > 0
+
+
+def _write_split_run(root: Path) -> Path:
+    """Runs ``a``, its steps in two events files, and ``b``, each about 1 MB a file."""
+    rng = np.random.default_rng(3)
+    for run_name, folder, steps in [("a", "logs", range(20)), ("a", "later", range(20, 40))]:
+        with histoscope.init(folder, run_name=run_name, dir=root) as run:
+            for step in steps:
+                for key in range(3):
+                    run.add_histogram(f"k{key}", rng.normal(size=3000), step=step, bins=512)
+    with histoscope.init("logs", run_name="b", dir=root) as run:
+        for step in range(40):
+            run.add_histogram("k0", rng.normal(size=3000), step=step, bins=512)
+    [later] = (root / "later" / "a").glob("*tfevents*")
+    later.rename(root / "logs" / "a" / "events.out.tfevents.9999999999.later")
+    return root / "logs"
+
+
+def test_a_card_names_the_run_whose_file_was_removed_and_draws_the_others(
+    browser: Browser, tmp_path: Path
+) -> None:
+    logdir = _write_split_run(tmp_path)
+    # A cache too small for the runs to be primed into it: cards read the files.
+    with Server(logdir, "--cache-mb", "1") as server:
+        tags = server.url + "api/tags?run=a&run=b"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(tags) as answer:
+                if not json.load(answer)["reading"]:
+                    break
+            time.sleep(0.1)
+        first = min((logdir / "a").glob("*tfevents*"))
+        first.unlink()
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        with opened_page(context, server.url) as page:
+            card = page.locator('article.card[data-tag="k0"]')
+            said = card.locator(".read-error")
+            expect(said).to_have_count(1, timeout=15000)
+            expect(said).to_contain_text(f"Run a is not drawn: the events file {first}")
+            expect(said).to_contain_text("is gone since it was indexed")
+            expect(card.locator("svg.panel")).to_have_count(1)
 
 
 def test_the_first_read_draws_its_progress_on_a_terminal_only(fixtures: Path) -> None:
