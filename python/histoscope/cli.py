@@ -100,7 +100,8 @@ def _cache_mb(text: str) -> int:
     try:
         return _args.cache_megabytes(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        # argparse names the argument itself: "argument --cache-mb: must be ...".
+        raise argparse.ArgumentTypeError(str(error).replace("--cache-mb ", "", 1)) from None
 
 
 def _report(args: argparse.Namespace) -> int:
