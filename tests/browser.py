@@ -110,10 +110,10 @@ def screenshot() -> Callable[[Page, str], Path]:
 class Server:
     """`histoscope view` on a copy of a fixture, on a free port, in a subprocess."""
 
-    def __init__(self, logdir: Path) -> None:
+    def __init__(self, logdir: Path, *options: str) -> None:
         self.logdir = logdir
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0"],
+            [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0", *options],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

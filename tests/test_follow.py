@@ -61,9 +61,9 @@ def test_the_index_and_reread_buckets_equal_load_histograms(fixtures: Path, name
             np.testing.assert_array_equal(view.wall_times, series.wall_times)
             stats = np.column_stack([series.stats[n] for n in histoscope._core.STAT_NAMES])
             np.testing.assert_array_equal(view.stats, stats)
+            got = index.buckets(run, tag, view, range(len(view.steps)))
             for position in range(len(view.steps)):
-                got = index.buckets(run, tag, view, position)
-                np.testing.assert_array_equal(got, series.buckets[position])
+                np.testing.assert_array_equal(got[position], series.buckets[position])
 
 
 def test_a_growing_file_is_read_from_where_the_last_read_stopped(
@@ -89,8 +89,8 @@ def test_a_growing_file_is_read_from_where_the_last_read_stopped(
     for tag, by_run in want.items():
         view = run.series[tag].view
         np.testing.assert_array_equal(view.steps, by_run["train"].steps)
-        for position in (0, len(view.steps) // 2, len(view.steps) - 1):
-            got = index.buckets(run, tag, view, position)
+        positions = (0, len(view.steps) // 2, len(view.steps) - 1)
+        for position, got in zip(positions, index.buckets(run, tag, view, positions)):
             np.testing.assert_array_equal(got, by_run["train"].buckets[position])
     assert run.segment_count > 12
 
@@ -116,7 +116,7 @@ def test_a_view_taken_earlier_is_unchanged_by_later_reads_and_restarts(
     monkeypatch.setattr(follow, "SEGMENT_BYTES", 400)  # a few steps per read
     index = LogdirIndex(str(tmp_path / "restart"), refresh_seconds=0.0)
     name = index.runs()[0]
-    run = follow.RunIndex(name)  # read here alone, without a background reader
+    run = follow.RunIndex(name, index.cache)  # read here alone, without a background reader
     held = []
     while not run.caught_up:
         run.read(index._files[name], 0.0)

@@ -32,9 +32,11 @@ from . import _core
 from .errors import NotWholeNumberError
 
 __all__ = [
+    "DEFAULT_CACHE_MB",
     "Bins",
     "bin_count",
     "bins_or_edges",
+    "cache_megabytes",
     "flag",
     "folder_name",
     "is_tensor",
@@ -81,6 +83,33 @@ def whole_number(value: object, name: str, minimum: int) -> int:
     if number < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {number}")
     return number
+
+
+#: The viewer's default cap on decoded histograms kept, in megabytes (``--cache-mb``).
+DEFAULT_CACHE_MB = 512
+
+
+def cache_megabytes(text: str) -> int:
+    """A cache's cap in megabytes (2**20 bytes), as written on a command line: a whole
+    number of at least 1.
+
+    Example:
+        >>> cache_megabytes("512")
+        512
+        >>> cache_megabytes("0")
+        Traceback (most recent call last):
+        ...
+        ValueError: --cache-mb must be a whole number of megabytes, at least 1, got '0'
+    """
+    try:
+        megabytes = int(text)
+    except ValueError:
+        megabytes = 0
+    if megabytes < 1:
+        raise ValueError(
+            f"--cache-mb must be a whole number of megabytes, at least 1, got {text!r}"
+        )
+    return megabytes
 
 
 def bin_count(value: object, name: str = "bins") -> int:

@@ -87,11 +87,21 @@ def _view(args: argparse.Namespace) -> int:
     """Serves the viewer of a log directory until interrupted."""
     from .view.viewer import serve
 
+    # `demo --view` comes without --cache-mb: the viewer's default cap.
+    cache = {"cache_bytes": args.cache_mb << 20} if getattr(args, "cache_mb", None) else {}
     try:
-        serve(args.logdir, host=args.host, port=args.port)
+        serve(args.logdir, host=args.host, port=args.port, **cache)
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _cache_mb(text: str) -> int:
+    try:
+        return _args.cache_megabytes(text)
+    except ValueError as error:
+        # argparse names the argument itself: "argument --cache-mb: must be ...".
+        raise argparse.ArgumentTypeError(str(error).replace("--cache-mb ", "", 1)) from None
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -200,6 +210,11 @@ _COMMANDS = (
             _arg(
                 "--host", default="127.0.0.1",
                 help="the address to listen on (default 127.0.0.1, this machine only)",
+            ),
+            _arg(
+                "--cache-mb", type=_cache_mb, default=_args.DEFAULT_CACHE_MB, metavar="N",
+                help="the most megabytes of decoded histograms kept for all runs together "
+                f"(default {_args.DEFAULT_CACHE_MB}); cards read the rest again from the files",
             ),
         ),
         "Serves the runs, histograms and distributions of LOGDIR on a local web "

@@ -1,6 +1,7 @@
 //! Log directories: runs found and read in parallel (histograms, and the scalars and
 //! optimizer diagnosis weighs), restarts planned, growing files followed.
 
+pub mod bucket_cache;
 pub mod discover;
 pub mod evidence;
 pub mod follow;

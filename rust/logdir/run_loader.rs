@@ -4,20 +4,49 @@
 //! Per step only the index stays in memory: step, wall time, statistics,
 //! TensorBoard's percentiles, and the segment (stretch of a file) that holds the
 //! buckets. A step's buckets are read again from its segment when someone looks
-//! at it, so memory does not grow with the steps nobody looks at.
+//! at it, and kept in a cache that every loader of a viewer shares under one byte
+//! cap (`bucket_cache`), so memory grows neither with the steps nobody looks at
+//! nor with the runs looked at.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
+
 use crate::histograms::series::Series;
+use crate::logdir::bucket_cache::{entry_bytes, ByteLru, SharedBuckets, StepBuckets, StepKey};
 use crate::logdir::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
 
-/// How many re-read segments are kept, every tag of each: a page asks for many
-/// tags at the same steps, and each segment is decoded once for all of them.
-const CACHED_SEGMENTS: usize = 8;
+/// One tag's buckets at one step, read again.
+type TagStep = (String, i64, StepBuckets);
+
+/// Numbers each loader, so that loaders sharing a cache keep apart.
+static LOADERS: AtomicU64 = AtomicU64::new(0);
+
+/// Why the buckets of a series indexed earlier cannot be read again.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BucketsError {
+    #[error("the events file {path} is gone since it was indexed: its histograms cannot be read")]
+    Vanished { path: PathBuf },
+    #[error(
+        "the events file {path} was cut since it was indexed: it ends at byte {size} now, \
+         before the histograms indexed up to byte {end}"
+    )]
+    Cut { path: PathBuf, size: u64, end: u64 },
+    #[error("the events file {path} cannot be read again: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+    #[error("the events file {path} was rewritten since it was indexed: it no longer holds step {step} of {tag}")]
+    Rewritten {
+        path: PathBuf,
+        tag: String,
+        step: i64,
+    },
+}
 
 /// One tag's steps, in step order, with where each step's buckets are.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -78,16 +107,19 @@ struct Span {
 }
 
 /// One run, followed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunLoader {
     name: String,
+    /// This loader's number in the shared cache's keys.
+    number: u64,
     offsets: HashMap<PathBuf, u64>,
     plugins: HashMap<String, String>,
     spans: Vec<Span>,
     tags: BTreeMap<String, TagIndex>,
     /// Counts up with every segment applied.
     version: u64,
-    cache: VecDeque<(usize, BTreeMap<String, Series>)>,
+    /// Buckets read again, shared with the other runs of a viewer under one byte cap.
+    cache: SharedBuckets,
 }
 
 /// Where a read left a run.
@@ -100,10 +132,17 @@ pub enum Progress {
 }
 
 impl RunLoader {
-    pub fn new(name: &str) -> Self {
+    /// A loader of the run `name` that keeps the buckets it reads again in `cache`.
+    pub fn new(name: &str, cache: SharedBuckets) -> Self {
         RunLoader {
             name: name.to_owned(),
-            ..Default::default()
+            number: LOADERS.fetch_add(1, Ordering::Relaxed),
+            offsets: HashMap::new(),
+            plugins: HashMap::new(),
+            spans: Vec::new(),
+            tags: BTreeMap::new(),
+            version: 0,
+            cache,
         }
     }
 
@@ -185,44 +224,136 @@ impl RunLoader {
         true
     }
 
-    /// The buckets (flattened (left, right, count) rows) of `tag` at `step`, read
-    /// again from the segment that holds them; `None` if the run has no such step.
-    pub fn buckets(&mut self, tag: &str, step: i64) -> Option<Vec<f64>> {
-        let index = self.tags.get(tag)?;
-        let position = index.rows.steps.binary_search(&step).ok()?;
-        let series = self.segment(index.segments[position])?.get(tag)?;
-        let found = series.steps.binary_search(&step).ok()?;
-        Some(series.step_buckets(found).to_vec())
-    }
-
-    /// Every tag's series in segment `number`, decoded again unless cached.
-    fn segment(&mut self, number: usize) -> Option<&BTreeMap<String, Series>> {
-        if let Some(at) = self.cache.iter().position(|(n, _)| *n == number) {
-            let hit = self.cache.remove(at).expect("found above");
-            self.cache.push_back(hit);
-        } else {
-            let span = self.spans.get(number)?.clone();
-            let mut plugins = self.plugins.clone();
-            let read = read_segment(
-                &self.name,
-                &span.path,
-                span.start,
-                span.end - span.start,
-                &mut plugins,
-                None,
-            );
-            let by_tag = read
-                .series
-                .into_iter()
-                .map(|s| (s.tag.clone(), s))
-                .collect();
-            self.cache.push_back((number, by_tag));
-            if self.cache.len() > CACHED_SEGMENTS {
-                self.cache.pop_front();
+    /// The buckets (flattened (left, right, count) rows) of `tag` at each of `steps`,
+    /// `None` for a step the run does not have: from the shared cache, or read again
+    /// from the segments that hold them, side by side. A segment read again leaves in
+    /// the cache every tag's buckets at the steps asked for, which the next cards ask for.
+    pub fn buckets(&self, tag: &str, steps: &[i64]) -> Result<Vec<Option<Vec<f64>>>, BucketsError> {
+        let Some(index) = self.tags.get(tag) else {
+            return Ok(vec![None; steps.len()]);
+        };
+        let numbers: Vec<Option<usize>> = steps
+            .iter()
+            .map(|step| {
+                let position = index.rows.steps.binary_search(step).ok()?;
+                Some(index.segments[position])
+            })
+            .collect();
+        let found: Vec<Option<StepBuckets>> = {
+            let mut cache = self.lock_cache();
+            let mut look = |(&step, number): (&i64, &Option<usize>)| {
+                cache.get(&(self.number, (*number)?, tag.to_owned(), step))
+            };
+            steps.iter().zip(&numbers).map(&mut look).collect()
+        };
+        let mut missing: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
+        for ((&step, number), hit) in steps.iter().zip(&numbers).zip(&found) {
+            if let (Some(number), None) = (number, hit) {
+                missing.entry(*number).or_default().push(step);
             }
         }
-        self.cache.back().map(|(_, by_tag)| by_tag)
+        let read: Vec<(usize, Vec<TagStep>)> = missing
+            .into_par_iter()
+            .map(|(number, wanted)| Ok((number, self.steps_of(number, &wanted)?)))
+            .collect::<Result<_, BucketsError>>()?;
+        let mut fresh: HashMap<(usize, i64), StepBuckets> = HashMap::new();
+        let mut cache = self.lock_cache();
+        for (number, entries) in read {
+            for (other, step, buckets) in entries {
+                if other == tag {
+                    fresh.insert((number, step), buckets.clone());
+                }
+                let bytes = entry_bytes(&other, &buckets);
+                cache.insert((self.number, number, other, step), buckets, bytes);
+            }
+        }
+        drop(cache);
+        let answer = |(&step, number): (&i64, Option<usize>), hit: Option<StepBuckets>| {
+            let Some(number) = number else {
+                return Ok(None);
+            };
+            match hit.or_else(|| fresh.get(&(number, step)).cloned()) {
+                Some(buckets) => Ok(Some(buckets.rows())),
+                None => Err(BucketsError::Rewritten {
+                    path: self.spans[number].path.clone(),
+                    tag: tag.to_owned(),
+                    step,
+                }),
+            }
+        };
+        steps
+            .iter()
+            .zip(numbers)
+            .zip(found)
+            .map(|(at, hit)| answer(at, hit))
+            .collect()
     }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, ByteLru<StepKey, StepBuckets>> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every tag's buckets at `wanted` steps in segment `number`, read again; the rest
+    /// of the segment is dropped as soon as it is read.
+    fn steps_of(&self, number: usize, wanted: &[i64]) -> Result<Vec<TagStep>, BucketsError> {
+        let series = reread(&self.name, &self.spans[number], &self.plugins)?;
+        let mut out = Vec::new();
+        for one in series {
+            for &step in wanted {
+                if let Ok(at) = one.steps.binary_search(&step) {
+                    let buckets = StepBuckets::from_rows(one.step_buckets(at));
+                    out.push((one.tag.clone(), step, buckets));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The series of `span` decoded again, or why the file no longer holds what was indexed.
+fn reread(
+    run: &str,
+    span: &Span,
+    plugins: &HashMap<String, String>,
+) -> Result<Vec<Series>, BucketsError> {
+    let path = span.path.clone();
+    let size = match fs::metadata(&path) {
+        Ok(meta) => meta.len(),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(BucketsError::Vanished { path }),
+        Err(e) => {
+            let reason = e.to_string();
+            return Err(BucketsError::Unreadable { path, reason });
+        }
+    };
+    if size < span.end {
+        let end = span.end;
+        return Err(BucketsError::Cut { path, size, end });
+    }
+    // The plugin map as it stands now names every tag the span's records may leave unnamed.
+    let mut plugins = plugins.clone();
+    let read = read_segment(
+        run,
+        &path,
+        span.start,
+        span.end - span.start,
+        &mut plugins,
+        None,
+    );
+    if let Some(reason) = read.report.error {
+        return Err(match fs::metadata(&path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => BucketsError::Vanished { path },
+            _ => BucketsError::Unreadable { path, reason },
+        });
+    }
+    if read.end < span.end {
+        let end = span.end;
+        return Err(BucketsError::Cut {
+            path,
+            size: read.end,
+            end,
+        });
+    }
+    Ok(read.series)
 }
 
 /// Reads what was appended to `files` since the last read, a segment of about
@@ -274,6 +405,7 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::logdir::bucket_cache::shared_buckets;
     use crate::read::test_events::{legacy_histogram, restart};
 
     fn legacy_event(step: i64, count: f64) -> Vec<u8> {
@@ -286,6 +418,10 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    fn loader(name: &str) -> RunLoader {
+        RunLoader::new(name, shared_buckets(1 << 30))
     }
 
     fn far() -> Duration {
@@ -305,7 +441,7 @@ mod tests {
         )
         .unwrap();
         let files = vec![first.clone(), second.clone()];
-        let shared = Mutex::new(RunLoader::new("r"));
+        let shared = Mutex::new(loader("r"));
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
         assert_eq!(
             shared.lock().unwrap().tag("h").unwrap().rows.steps,
@@ -315,14 +451,19 @@ mod tests {
         let bytes = [restart(2), legacy_event(2, 5.0)].concat();
         fs::write(&second, bytes).unwrap();
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
-        let mut run = shared.into_inner().unwrap();
+        let run = shared.into_inner().unwrap();
         let index = run.tag("h").unwrap();
         assert_eq!(index.rows.steps, vec![0, 1, 2]);
         assert_eq!(index.generation, 1);
         assert_eq!(index.segments, vec![0, 0, 1]);
-        assert_eq!(run.buckets("h", 2), Some(vec![0.0, 1.0, 5.0]));
-        assert_eq!(run.buckets("h", 1), Some(vec![0.0, 1.0, 1.0]));
-        assert_eq!(run.buckets("h", 3), None);
+        assert_eq!(
+            run.buckets("h", &[2, 1, 3]),
+            Ok(vec![
+                Some(vec![0.0, 1.0, 5.0]),
+                Some(vec![0.0, 1.0, 1.0]),
+                None
+            ])
+        );
         assert_eq!(run.offsets()[&second], fs::metadata(&second).unwrap().len());
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -335,7 +476,7 @@ mod tests {
         let cut = whole.len() - 5;
         fs::write(&path, &whole[..cut]).unwrap();
         let files = vec![path.clone()];
-        let shared = Mutex::new(RunLoader::new("r"));
+        let shared = Mutex::new(loader("r"));
         assert_eq!(read(&shared, &files, 1 << 20, far()), Progress::CaughtUp);
         assert_eq!(
             shared.lock().unwrap().tag("h").unwrap().rows.steps,
@@ -357,7 +498,7 @@ mod tests {
         let record = (bytes.len() / 10) as u64;
         fs::write(&path, &bytes).unwrap();
         let files = vec![path];
-        let shared = Mutex::new(RunLoader::new("r"));
+        let shared = Mutex::new(loader("r"));
         assert_eq!(
             read(&shared, &files, record, Duration::ZERO),
             Progress::Behind
@@ -371,6 +512,87 @@ mod tests {
         let run = shared.into_inner().unwrap();
         assert_eq!(run.tag("h").unwrap().len(), 10);
         assert_eq!(run.tag("h").unwrap().slice(8, 99).rows.steps, vec![8, 9]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A run of `steps` steps of tag "h", one segment a step, read to its end.
+    fn read_run(dir: &Path, name: &str, steps: i64, cache: &SharedBuckets) -> RunLoader {
+        let path = dir.join(format!("{name}.tfevents"));
+        let bytes: Vec<u8> = (0..steps)
+            .flat_map(|s| legacy_event(s, s as f64 + 1.0))
+            .collect();
+        fs::write(&path, &bytes).unwrap();
+        let record = bytes.len() as u64 / steps as u64;
+        let shared = Mutex::new(RunLoader::new(name, cache.clone()));
+        read(&shared, &[path], record, far());
+        shared.into_inner().unwrap()
+    }
+
+    #[test]
+    fn runs_share_one_cache_under_its_byte_cap() {
+        let dir = temp_dir("shared");
+        let probe = shared_buckets(u64::MAX);
+        read_run(&dir, "probe", 1, &probe)
+            .buckets("h", &[0])
+            .unwrap();
+        let segment = probe.lock().unwrap().used();
+        let cache = shared_buckets(3 * segment);
+        let runs: Vec<RunLoader> = ["a", "b"]
+            .iter()
+            .map(|name| read_run(&dir, name, 4, &cache))
+            .collect();
+        for run in &runs {
+            let got = run.buckets("h", &[0, 1, 2, 3]).unwrap();
+            let counts: Vec<f64> = got.iter().map(|b| b.as_ref().unwrap()[2]).collect();
+            assert_eq!(counts, vec![1.0, 2.0, 3.0, 4.0]);
+            let held = cache.lock().unwrap();
+            assert!(held.used() <= held.cap());
+            assert_eq!(held.len(), 3);
+        }
+        // Both runs' segments are keyed apart: the last three read are b's.
+        assert_eq!(
+            runs[1].buckets("h", &[3]).unwrap()[0].as_ref().unwrap()[2],
+            4.0
+        );
+        assert_eq!(
+            runs[0].buckets("h", &[3]).unwrap()[0].as_ref().unwrap()[2],
+            4.0
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_gone_or_cut_since_it_was_indexed_says_so() {
+        let dir = temp_dir("gone");
+        let cache = shared_buckets(0); // nothing kept: every look reads the file
+        let run = read_run(&dir, "r", 3, &cache);
+        let path = dir.join("r.tfevents");
+        let size = fs::metadata(&path).unwrap().len();
+        assert_eq!(run.buckets("h", &[2]).unwrap()[0].as_ref().unwrap()[2], 3.0);
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        let cut = run.buckets("h", &[0, 2]).unwrap_err();
+        assert_eq!(
+            cut,
+            BucketsError::Cut {
+                path: path.clone(),
+                size: size - 3,
+                end: size
+            }
+        );
+        assert!(cut.to_string().contains("was cut since it was indexed"));
+        assert_eq!(run.buckets("h", &[0]).unwrap()[0].as_ref().unwrap()[2], 1.0);
+        fs::remove_file(&path).unwrap();
+        let gone = run.buckets("h", &[0]).unwrap_err();
+        assert_eq!(gone, BucketsError::Vanished { path: path.clone() });
+        assert!(gone.to_string().contains("is gone since it was indexed"));
+        // The same length, other steps: the index's step is no longer there.
+        let other: Vec<u8> = (10..13).flat_map(|s| legacy_event(s, 1.0)).collect();
+        fs::write(&path, other).unwrap();
+        assert!(matches!(
+            run.buckets("h", &[1]),
+            Err(BucketsError::Rewritten { step: 1, .. })
+        ));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,11 +6,57 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2};
+use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
 
 use super::records::{matrix, stats_matrix};
 use crate::bins::compressor::BASIS_POINTS;
-use crate::logdir::run_loader::{read, Progress, RunLoader as CoreLoader, TagIndex};
+use crate::logdir::bucket_cache::{shared_buckets, SharedBuckets};
+use crate::logdir::run_loader::{read, BucketsError, Progress, RunLoader as CoreLoader, TagIndex};
+
+impl From<BucketsError> for PyErr {
+    fn from(e: BucketsError) -> PyErr {
+        match e {
+            BucketsError::Vanished { .. } => PyFileNotFoundError::new_err(e.to_string()),
+            _ => PyValueError::new_err(e.to_string()),
+        }
+    }
+}
+
+/// Buckets read again, shared by every run loader made with it, at most `cap_bytes` of them.
+#[pyclass(frozen, name = "BucketCache", module = "histoscope._core")]
+pub struct BucketCacheHandle {
+    buckets: SharedBuckets,
+}
+
+#[pymethods]
+impl BucketCacheHandle {
+    #[new]
+    fn new(cap_bytes: u64) -> Self {
+        BucketCacheHandle {
+            buckets: shared_buckets(cap_bytes),
+        }
+    }
+
+    /// The most bytes of buckets kept.
+    #[getter]
+    fn cap_bytes(&self) -> u64 {
+        self.buckets.lock().unwrap_or_else(|p| p.into_inner()).cap()
+    }
+
+    /// The bytes of buckets kept now.
+    #[getter]
+    fn used_bytes(&self) -> u64 {
+        self.buckets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .used()
+    }
+
+    fn __len__(&self) -> usize {
+        self.buckets.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
 
 /// Rows of one tag's index: per step, in step order, no buckets.
 #[pyclass(frozen, get_all, module = "histoscope._core")]
@@ -61,9 +107,9 @@ impl RunLoaderHandle {
 #[pymethods]
 impl RunLoaderHandle {
     #[new]
-    fn new(name: &str) -> Self {
+    fn new(name: &str, cache: &BucketCacheHandle) -> Self {
         RunLoaderHandle {
-            loader: Mutex::new(CoreLoader::new(name)),
+            loader: Mutex::new(CoreLoader::new(name, cache.buckets.clone())),
         }
     }
 
@@ -131,23 +177,30 @@ impl RunLoaderHandle {
         rows.map(|rows| TagIndexRecord::new(py, rows)).transpose()
     }
 
-    /// The `(k, 3)` buckets of `tag` at `step`, read again from the file; None if there is no such step.
+    /// The `(k, 3)` buckets of `tag` at each of `steps` (None where the run has no such
+    /// step), read again from the files; FileNotFoundError or ValueError when a file is
+    /// gone, cut or rewritten since it was indexed.
     fn buckets<'py>(
         &self,
         py: Python<'py>,
         tag: &str,
-        step: i64,
-    ) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
-        let found = py.detach(|| self.lock().buckets(tag, step));
+        steps: Vec<i64>,
+    ) -> PyResult<Vec<Option<Bound<'py, PyArray2<f64>>>>> {
+        let found = py.detach(|| self.lock().buckets(tag, &steps))?;
         found
-            .map(|flat| Ok(matrix(py, flat, 3)?.into_bound(py)))
-            .transpose()
+            .into_iter()
+            .map(|flat| {
+                flat.map(|flat| Ok(matrix(py, flat, 3)?.into_bound(py)))
+                    .transpose()
+            })
+            .collect()
     }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TagIndexRecord>()?;
     m.add_class::<RunLoaderHandle>()?;
+    m.add_class::<BucketCacheHandle>()?;
     // Whole numbers of basis points, as TensorBoard lists them.
     m.add("BASIS_POINTS", BASIS_POINTS.map(|bp| bp as u32).to_vec())?;
     Ok(())

@@ -228,7 +228,11 @@ def _since(text: str) -> tuple[int, int] | None:
 
 
 def buckets(index: LogdirIndex, query: Query) -> dict[str, Any]:
-    """Each run's buckets at the last step at or before ``step``, and at the step before it."""
+    """Each run's buckets at the last step at or before ``step``, and at the step before it.
+
+    A run whose file is gone, cut or rewritten since it was indexed is answered with
+    its ``error`` instead; the other runs are answered as usual.
+    """
     tag = _tag(query)
     step = _integer(query, "step")
     if step is None:
@@ -243,22 +247,22 @@ def buckets(index: LogdirIndex, query: Query) -> dict[str, Any]:
         if position < 0:
             out.append({"run": run.name, "current": None, "previous": None})
             continue
-        out.append(
-            {
-                "run": run.name,
-                "current": _step(index, run, tag, series, position),
-                "previous": _step(index, run, tag, series, position - 1) if position else None,
-            }
-        )
+        positions = [position, position - 1] if position else [position]
+        try:
+            found = index.buckets(run, tag, series, positions)
+        except (OSError, ValueError) as error:
+            out.append({"run": run.name, "error": str(error)})
+            continue
+        steps = [_step(series, p, rows) for p, rows in zip(positions, found)]
+        previous = steps[1] if len(steps) > 1 else None
+        out.append({"run": run.name, "current": steps[0], "previous": previous})
     return {"tag": tag, "step": step, "runs": out}
 
 
-def _step(
-    index: LogdirIndex, run: RunIndex, tag: str, series: SeriesView, position: int
-) -> dict[str, Any]:
+def _step(series: SeriesView, position: int, rows: np.ndarray) -> dict[str, Any]:
     return {
         "step": int(series.steps[position]),
-        "buckets": index.buckets(run, tag, series, position),
+        "buckets": rows,
         "stats": dict(zip(_core.STAT_NAMES, _numbers(series.stats[position]))),
     }
 
@@ -271,6 +275,10 @@ def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
     rebinned together by the core's overlap-proportional rebinning, so runs and
     steps compare bin for bin and PyTorch's narrow exponential buckets draw as
     densities instead of spikes.
+
+    The buckets are read for every run side by side. A run whose file is gone, cut
+    or rewritten since it was indexed is listed in ``errors`` with what happened,
+    and the card is drawn from the other runs.
     """
     tag = _tag(query)
     runs = _chosen_runs(index, query)
@@ -280,8 +288,7 @@ def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
         raise RequestError(f"from must not be after to, got from={low} to={high}")
     max_steps = min(_integer(query, "steps", 1) or CARD_STEPS, 1000)
     bins = min(_integer(query, "bins", 1) or CARD_BINS, 512)
-    plans: list[tuple[RunIndex, SeriesView, list[int], int, int]] = []
-    buckets: list[np.ndarray] = []
+    picks = []
     for run in runs:
         index_of_tag = run.series.get(tag)
         if index_of_tag is None:
@@ -293,11 +300,19 @@ def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
         end = len(view.steps) if chosen is None else np.searchsorted(view.steps, chosen, "right")
         current = int(end) - 1
         picked = positions + [p for p in (current, current - 1) if p >= 0]
-        first = len(buckets)
-        buckets += [index.buckets(run, tag, view, p) for p in picked]
-        plans.append((run, view, positions, current, first))
+        picks.append((run, view, positions, current, picked))
+    read = functools.partial(_read_buckets, index, tag)
+    plans: list[tuple[RunIndex, SeriesView, list[int], int, int]] = []
+    buckets: list[np.ndarray] = []
+    errors = []
+    for (run, view, positions, current, _), found in zip(picks, READERS.map(read, picks)):
+        if isinstance(found, str):
+            errors.append({"run": run.name, "error": found})
+            continue
+        plans.append((run, view, positions, current, len(buckets)))
+        buckets += found
     if not buckets:
-        return {"tag": tag, "edges": [], "runs": []}
+        return {"tag": tag, "edges": [], "runs": [], "errors": errors}
     rebinned = _core.rebin(buckets, bins)
     edges, counts = rebinned.edges, rebinned.counts
     out = []
@@ -315,7 +330,18 @@ def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
                 "last": int(view.steps[-1]),
             }
         )
-    return {"tag": tag, "edges": edges, "runs": out}
+    return {"tag": tag, "edges": edges, "runs": out, "errors": errors}
+
+
+def _read_buckets(
+    index: LogdirIndex, tag: str, pick: tuple[RunIndex, SeriesView, list[int], int, list[int]]
+) -> list[np.ndarray] | str:
+    """The buckets a card picked of one run, or what keeps them from being read."""
+    run, view, _, _, picked = pick
+    try:
+        return index.buckets(run, tag, view, picked)
+    except (OSError, ValueError) as error:
+        return str(error)
 
 
 def _counted_step(

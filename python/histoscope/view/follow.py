@@ -7,7 +7,19 @@ map and restart purges, so a later refresh decodes only what was appended
 since. Per step only an index stays in memory: the step, wall time,
 statistics, TensorBoard's distribution percentiles and which segment holds the
 buckets. The buckets of a step are read again from that segment when someone
-looks at it, so memory does not grow with the steps nobody looks at.
+looks at it, through one cache of buckets that every run shares, capped in bytes
+(``cache_bytes``) and keeping only the steps asked for (of every tag of the
+segments read, as the next cards ask for the same steps), so memory grows neither
+with the steps nobody looks at nor with the runs looked at.
+
+Example:
+    >>> index = LogdirIndex("examples/logdir", cache_bytes=4 << 20)
+    >>> run = index.run(index.runs()[0])
+    >>> tag = sorted(run.series)[0]
+    >>> [b.shape[1] for b in index.buckets(run, tag, run.series[tag].view, [0, 1])]
+    [3, 3]
+    >>> index.cache.used_bytes <= index.cache.cap_bytes == 4 << 20
+    True
 """
 
 from __future__ import annotations
@@ -16,15 +28,16 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from .. import _core
+from .. import _args, _core
 
 __all__ = [
     "BASIS_POINTS",
+    "DEFAULT_CACHE_BYTES",
     "SEGMENT_BYTES",
     "LogdirIndex",
     "RunIndex",
@@ -37,6 +50,9 @@ BASIS_POINTS = tuple(_core.BASIS_POINTS)
 
 #: How much of an events file one read decodes; a single longer record is read whole.
 SEGMENT_BYTES = 4 << 20
+
+#: The most bytes of buckets read again the viewer keeps, all runs together (``--cache-mb``).
+DEFAULT_CACHE_BYTES = _args.DEFAULT_CACHE_MB << 20
 
 _BACKGROUND_NICENESS = 10
 
@@ -101,13 +117,13 @@ class RunIndex:
     """One run, followed by the core's loader; ``caught_up`` says whether its last read
     reached every file's last whole record."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, cache: _core.BucketCache) -> None:
         self.name = name
         self.caught_up = False
         self.lock = threading.Lock()
         #: Set once the first read has returned: until then the run has no histograms to show.
         self.first_read = threading.Event()
-        self._loader = _core.RunLoader(name)
+        self._loader = _core.RunLoader(name, cache)
 
     @property
     def version(self) -> int:
@@ -143,10 +159,15 @@ class RunIndex:
             finally:
                 self.first_read.set()
 
-    def buckets(self, tag: str, step: int) -> np.ndarray:
-        """The ``(k, 3)`` buckets of ``tag`` at ``step``, read again from its file."""
-        found = self._loader.buckets(tag, step)
-        return np.zeros((0, 3)) if found is None else found
+    def buckets(self, tag: str, steps: Sequence[int]) -> list[np.ndarray]:
+        """The ``(k, 3)`` buckets of ``tag`` at each of ``steps``, read again from the files
+        (empty for a step the run does not have).
+
+        Raises FileNotFoundError or ValueError, saying which file and why, when a file
+        was removed, cut or rewritten since it was indexed.
+        """
+        found = self._loader.buckets(tag, [int(step) for step in steps])
+        return [np.zeros((0, 3)) if rows is None else rows for rows in found]
 
 
 class LogdirIndex:
@@ -155,13 +176,20 @@ class LogdirIndex:
     ``refresh_seconds`` is how old a listing or a run's read may be before it is
     refreshed; ``budget_seconds`` bounds the time one request spends reading a
     run once it has some histograms (by default: its first segment holding
-    any), the rest being read in the background at a lower priority.
+    any), the rest being read in the background at a lower priority;
+    ``cache_bytes`` caps the buckets read again kept for every run together.
     """
 
     def __init__(
-        self, logdir: str, *, refresh_seconds: float = 1.0, budget_seconds: float = 0.0
+        self,
+        logdir: str,
+        *,
+        refresh_seconds: float = 1.0,
+        budget_seconds: float = 0.0,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.logdir = logdir
+        self.cache = _core.BucketCache(cache_bytes)
         self.refresh_seconds = refresh_seconds
         self.budget_seconds = budget_seconds
         self._files: dict[str, list[str]] = {}
@@ -185,7 +213,7 @@ class LogdirIndex:
         if name not in self.runs():
             return None
         with self._lock:
-            run = self._runs.setdefault(name, RunIndex(name))
+            run = self._runs.get(name) or self._runs.setdefault(name, RunIndex(name, self.cache))
             stale = time.monotonic() - self._read_at.get(name, -np.inf) > self.refresh_seconds
             if stale:
                 self._read_at[name] = time.monotonic()
@@ -216,9 +244,22 @@ class LogdirIndex:
 
         threading.Thread(target=work, name=f"histoscope-read-{run.name}", daemon=True).start()
 
-    def buckets(self, run: RunIndex, tag: str, view: SeriesView, position: int) -> np.ndarray:
-        """The (k, 3) buckets of step ``position`` of ``view``, the index of ``tag`` in ``run``."""
-        return run.buckets(tag, int(view.steps[position]))
+    def started(self, name: str) -> RunIndex | None:
+        """The run called ``name`` if a read of it has started, as it stands: nothing is read."""
+        with self._lock:
+            return self._runs.get(name)
+
+    def files(self, name: str) -> list[str]:
+        """The events files of the run ``name`` as last listed."""
+        with self._lock:
+            return list(self._files.get(name, []))
+
+    def buckets(
+        self, run: RunIndex, tag: str, view: SeriesView, positions: Sequence[int]
+    ) -> list[np.ndarray]:
+        """The (k, 3) buckets of the steps at ``positions`` of ``view``, the index of ``tag``
+        in ``run`` (see `RunIndex.buckets` for the errors)."""
+        return run.buckets(tag, [int(view.steps[p]) for p in positions])
 
 
 def _yield_to_requests() -> None:

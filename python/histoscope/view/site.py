@@ -21,12 +21,13 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, TextIO
 
 from .. import _core
 from ..errors import RequestError, RequestNotFoundError
+from ..progress import Progress
 from . import answers
-from .follow import SEGMENT_BYTES, LogdirIndex
+from .follow import DEFAULT_CACHE_BYTES, SEGMENT_BYTES, LogdirIndex
 from .page import MODULES, asset_text, vocabulary_script
 from .refreshed import Findings, Layouts
 
@@ -43,9 +44,16 @@ ASSETS = {
 #: starts reading these as soon as it starts.
 FIRST_SHOWN = 10
 
-#: Runs of at most this many bytes are primed when the site starts: the core's run
-#: loader keeps eight segments decoded, so all of such a run stays cached.
+#: Runs of at most this many bytes are primed when the site starts, while the cache of
+#: buckets has room for all of them.
 PRIMED_BYTES = 8 * SEGMENT_BYTES
+
+#: How many times its size on disk a run takes decoded: (left, right, count) per bucket
+#: where a file stores (right, count).
+DECODED_PER_BYTE = 2
+
+#: How often the progress of the first read is redrawn.
+PROGRESS_SECONDS = 0.2
 
 #: How long after the site starts it may prime: about the time a browser takes to load
 #: the page; later, priming would hold the run's loader while the page asks for its keys.
@@ -123,7 +131,9 @@ class Site:
     first of them read, as it is made.
 
     ``host`` is the address the server listens on (its ``Host`` rules, see
-    `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site.
+    `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site;
+    ``cache_bytes`` caps the buckets read again kept for all runs together; on a terminal
+    ``progress``, the first read of the runs shown at first draws its progress line.
     """
 
     def __init__(
@@ -133,9 +143,13 @@ class Site:
         refresh_seconds: float = 1.0,
         host: str = "127.0.0.1",
         framed_by_self: bool = False,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        progress: TextIO | None = None,
     ) -> None:
         self.logdir = os.fspath(logdir)
-        self.index = LogdirIndex(self.logdir, refresh_seconds=refresh_seconds)
+        self.index = LogdirIndex(
+            self.logdir, refresh_seconds=refresh_seconds, cache_bytes=cache_bytes
+        )
         self.layouts = Layouts(self.logdir, refresh_seconds)
         self.findings = Findings(self.logdir)
         self.hosts = frozenset(allowed_hosts(host))
@@ -154,7 +168,7 @@ class Site:
             "overview": lambda query: answers.overview(self.index, query),
             "findings": lambda query: self.findings.answer(),
         }
-        _warm_up(self.index, self.layouts)
+        _warm_up(self.index, self.layouts, progress)
 
     def allows(self, host_header: str) -> bool:
         """Whether a request carrying ``host_header`` (``name`` or ``name:port``) is answered.
@@ -241,39 +255,80 @@ def _page_halves(logdir: str) -> tuple[str, str]:
     return before, after
 
 
-def _warm_up(index: LogdirIndex, layouts: Layouts) -> None:
+def _warm_up(index: LogdirIndex, layouts: Layouts, progress: TextIO | None) -> None:
     """Lists the runs, and starts reading those the page shows at first, with their
     declarations, so that reading overlaps the browser loading the page and its modules
     instead of waiting for the page's first requests."""
     first = index.runs()[:FIRST_SHOWN]
     if first:
-        threading.Thread(
+        warm = threading.Thread(
             target=_warm_runs, args=(index, layouts, first), name="histoscope-warm", daemon=True
-        ).start()
+        )
+        warm.start()
+        files = [path for name in first for path in index.files(name)]
+        line = Progress.on(progress, "reading", files=len(files), total_bytes=_sizes(files))
+        if line is not None:
+            threading.Thread(
+                target=_draw_first_read, args=(index, first, files, line, warm),
+                name="histoscope-progress", daemon=True,
+            ).start()  # fmt: skip
+
+
+def _sizes(files: list[str]) -> int:
+    total = 0
+    for path in files:
+        try:
+            total += os.path.getsize(path)
+        except OSError:  # gone since the listing: nothing of it to read
+            pass
+    return total
+
+
+def _draw_first_read(
+    index: LogdirIndex, names: list[str], files: list[str], line: Progress, warm: threading.Thread
+) -> None:
+    """Redraws ``line`` as the runs ``names`` are read, until every one has caught up (or
+    the warm-up gave up on one, whose request will say why)."""
+    sizes = {path: _sizes([path]) for path in files}
+    done: set[str] = set()
+    while True:
+        runs = [index.started(name) for name in names]
+        offsets = {p: end for run in runs if run is not None for p, end in run.offsets.items()}
+        read = sum(min(offsets.get(path, 0), size) for path, size in sizes.items())
+        finished = {path for path, size in sizes.items() if offsets.get(path, 0) >= size}
+        line.advance(files=len(finished - done), nbytes=read - line.bytes_done)
+        done |= finished
+        started = [run for run in runs if run is not None]
+        gave_up = len(started) < len(runs) and not warm.is_alive()
+        if all(run.caught_up for run in started) and (len(started) == len(runs) or gave_up):
+            line.close()
+            return
+        time.sleep(PROGRESS_SECONDS)
 
 
 def _warm_runs(index: LogdirIndex, layouts: Layouts, names: list[str]) -> None:
-    """Reads the first segments of ``names`` side by side; then, of each run small enough
-    for the core to keep all its segments decoded, decodes those a card reads (the steps
-    of its first key a card thins to), so the page's first cards are answered from the
-    cache."""
+    """Reads the first segments of ``names`` side by side; then, of each small run while
+    the cache has room, reads again the steps a card thins its first key to (leaving every
+    key's buckets at those steps in the cache), so the page's first cards are answered
+    from the cache."""
     deadline = time.monotonic() + PRIME_SECONDS
     try:
         declared = answers.READERS.submit(layouts.declared, names)
         runs = [run for run in answers.READERS.map(index.run, names) if run is not None]
         declared.result()
+        room = index.cache.cap_bytes
         for run in runs:
             while not run.caught_up and time.monotonic() < deadline:
                 time.sleep(0.01)
-            if not run.caught_up or sum(run.offsets.values()) > PRIMED_BYTES:
+            size = sum(run.offsets.values())
+            room -= size * DECODED_PER_BYTE
+            if not run.caught_up or size > PRIMED_BYTES or room < 0:
                 continue
             series = run.series
-            if series:
+            if series and time.monotonic() < deadline:
                 tag = min(series)
                 view = series[tag].view
-                for position in _core.thin_indices(len(view.steps), answers.RIDGE_STEPS):
-                    if time.monotonic() > deadline:
-                        return
-                    index.buckets(run, tag, view, int(position))
+                thinned = _core.thin_indices(len(view.steps), answers.RIDGE_STEPS)
+                index.buckets(run, tag, view, [int(p) for p in thinned])
     except Exception:  # noqa: BLE001 - the page's request meets the same error and reports it
         return

@@ -13,6 +13,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from .follow import DEFAULT_CACHE_BYTES
 from .site import Site, allowed_hosts, content_security_policy, is_loopback
 
 if TYPE_CHECKING:
@@ -26,8 +27,18 @@ __all__ = ["CSP", "allowed_hosts", "create_app", "serve"]
 CSP = content_security_policy()
 
 
-def create_app(logdir: str, *, refresh_seconds: float = 1.0, host: str = "127.0.0.1") -> Starlette:
+def create_app(
+    logdir: str,
+    *,
+    refresh_seconds: float = 1.0,
+    host: str = "127.0.0.1",
+    cache_bytes: int = DEFAULT_CACHE_BYTES,
+    progress: TextIO | None = None,
+) -> Starlette:
     """The viewer's ASGI app for ``logdir``; its runs are listed before it answers.
+
+    ``cache_bytes`` caps the decoded histograms kept for all runs together; on a
+    terminal ``progress``, the first read draws its progress line.
 
     Requests whose ``Host`` is neither ``host`` nor a loopback name are refused
     (400), so a web page the user visits cannot read the data through DNS
@@ -38,7 +49,10 @@ def create_app(logdir: str, *, refresh_seconds: float = 1.0, host: str = "127.0.
     from starlette.responses import Response
     from starlette.routing import Route
 
-    site = Site(os.fspath(logdir), refresh_seconds=refresh_seconds, host=host)
+    site = Site(
+        os.fspath(logdir), refresh_seconds=refresh_seconds, host=host,
+        cache_bytes=cache_bytes, progress=progress,
+    )  # fmt: skip
 
     async def endpoint(request: Request) -> Response:
         path = request.url.path.lstrip("/")
@@ -54,9 +68,15 @@ def create_app(logdir: str, *, refresh_seconds: float = 1.0, host: str = "127.0.
 
 
 def serve(
-    logdir: str, *, host: str = "127.0.0.1", port: int = 6006, out: TextIO = sys.stdout
+    logdir: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 6006,
+    out: TextIO = sys.stdout,
+    cache_bytes: int = DEFAULT_CACHE_BYTES,
 ) -> None:
-    """Serves the viewer of ``logdir`` until interrupted; prints its address first."""
+    """Serves the viewer of ``logdir`` until interrupted; prints its address first, then
+    (on a terminal) the progress of the first read on standard error."""
     import uvicorn
 
     if not os.path.isdir(logdir):
@@ -68,10 +88,10 @@ def serve(
             file=sys.stderr,
         )
     sock = _bind(host, port)
-    app = create_app(logdir, host=host)
     shown = f"[{host}]" if ":" in host else host
     print(f"histoscope view: http://{shown}:{sock.getsockname()[1]}/ (Ctrl+C to stop)", file=out)
     out.flush()
+    app = create_app(logdir, host=host, cache_bytes=cache_bytes, progress=sys.stderr)
     config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
 

@@ -164,12 +164,22 @@ export function makeCards(app) {
         return shape.svg;
       });
     }
+    for (const failed of data.errors || []) panels.push(readError(failed));
     card.chart.replaceChildren(...panels);
     card.chart.dataset.view = state.view;
     app.markOnce("histoscope:first-card");
     drawStats(card);
     if (card.node.contains(document.activeElement)) app.keys.drawCursor(card);
     app.keys.drawBraille(card);
+  }
+
+  // A run whose events file was removed or cut after it was indexed: said on the card,
+  // which draws the other runs.
+  function readError(failed) {
+    const note = document.createElement("p");
+    note.className = "read-error";
+    note.textContent = "Run " + failed.run + " is not drawn: " + failed.error;
+    return note;
   }
 
   // The cards drawn again from the data they hold, as when the count axis changes.
@@ -246,6 +256,11 @@ export function makeCards(app) {
     }
     const body = table.createTBody();
     for (const entry of answer.runs) {
+      if (entry.error) {
+        const row = body.insertRow();
+        row.insertCell().textContent = entry.run;
+        Object.assign(row.insertCell(), { colSpan: 3, textContent: entry.error });
+      }
       for (const b of (entry.current ? entry.current.buckets : [])) {
         const row = body.insertRow();
         for (const text of [entry.run, formatValue(b[0]), formatValue(b[1]), a11y.numberFormat.format(b[2])]) {
