@@ -30,9 +30,11 @@ metrics, validation) are logged as scalars at the updates so far.
 
 How values leave the step: on JAX, through ``jax.debug.callback`` at logging
 steps only, as host copies binned by the core; on TensorFlow, where XLA lets
-nothing out but fixed-size variables, each histogram is made inside the step
-in float64, in the core's bins, and read after the step; on PyTorch the
-tensors are binned on their device, as `watch` bins them. Every histogram is
+nothing out but fixed-size variables, the histograms are made inside the step
+in float64, in the core's bins, and read after the step: the parameters'
+together as the step starts, the gradients' and layer outputs' together at
+its end, so that XLA compiles two binning passes whatever the model; on
+PyTorch the tensors are binned on their device, as `watch` bins them. Every histogram is
 binned before it reaches the run's writer, so the run's memory bound
 (``max_pending_bytes``, ``on_full``) holds only small histograms, as with
 `watch`. The callback re-traces the train step once per ``fit``.
@@ -291,7 +293,9 @@ class _Capture:
                     values = self._values(state)
                     named = [(f"parameters/{key}", values(v)) for key, v in self.parameters]
                     self.tap.tap(self.current.step, self.current.due, named)
-                return original(*args)
+                result = original(*args)
+                self.tap.release(self.current.step, self.current.due)
+                return result
             finally:
                 self.current = None
 
@@ -324,7 +328,7 @@ class _Capture:
                     if g is not None and id(v) in self.gradient_keys
                 ]
                 if named:
-                    self.tap.tap(current.step, current.due, named)
+                    self.tap.defer(current.step, current.due, named)
                     self.tapped_gradients = True
             return original(grads, trainable_variables)
 
@@ -349,7 +353,7 @@ class _Capture:
         named = [(key if len(tensors) == 1 else f"{key}/{i}", t) for i, t in enumerate(tensors)]
         kept = [(f"activations/{name}", t) for name, t in named if self.options.keeps(name, t)]
         if kept:
-            self.tap.tap(current.step, current.due, kept)
+            self.tap.defer(current.step, current.due, kept)
 
 
 def _named_weights(model: Any, options: WatchOptions) -> list[tuple[str, Any]]:
