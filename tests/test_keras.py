@@ -264,3 +264,52 @@ def test_tensorflow_binning_is_one_pass_whatever_the_number_of_tensors() -> None
             assert few.get(kind) == many.get(kind), kind
         else:
             assert many[kind] > few[kind], kind
+
+
+NNX_TRAINING = """
+import json, os, numpy as np, keras, histoscope as hs
+from histoscope.errors import UnsupportedTrainingError
+from histoscope.integrations.keras import HistoscopeCallback
+x, y = np.ones((32, 4), "float32"), np.zeros((32, 2), "float32")
+found = {"nnx": keras.config.is_nnx_enabled()}
+for jit in (True, False):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=jit)
+    run = None if jit else hs.init("nnx", dir="given")
+    callback = HistoscopeCallback(run, project="nnx", log="all", every=2)
+    try:
+        model.fit(x, y, batch_size=8, verbose=0, callbacks=[callback])
+    except UnsupportedTrainingError as error:
+        found["error"] = str(error)
+        found["runs made"] = os.path.exists("histoscope-logs")
+    else:
+        run.finish()
+        found["keys"] = sorted(hs.load_histograms(run.path))
+print(json.dumps(found))
+"""
+
+
+def test_keras_nnx_mode_with_jit_is_a_clear_error_and_without_it_is_logged(
+    tmp_path: Path,
+) -> None:
+    """NNX mode compiles the model class's train_step, past the capture: an error, not an
+    empty run; NNX mode without jit_compile runs the wrapped step, and is logged."""
+    if importlib.util.find_spec("jax") is None or importlib.util.find_spec("flax") is None:
+        pytest.skip("jax and flax are not installed")
+    import keras
+
+    if not hasattr(keras.config, "is_nnx_enabled"):
+        pytest.skip("this Keras has no NNX mode")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "KERAS_NNX_ENABLED": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", NNX_TRAINING], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["nnx"]
+    assert "NNX mode" in found["error"] and "jit_compile=False" in found["error"]
+    assert not found["runs made"]
+    roles = ("parameters", "gradients")
+    assert found["keys"] == sorted(
+        f"{role}/out/{name}" for role in roles for name in ("bias", "kernel")
+    )

@@ -38,6 +38,11 @@ PyTorch the tensors are binned on their device, as `watch` bins them. Every hist
 binned before it reaches the run's writer, so the run's memory bound
 (``max_pending_bytes``, ``on_full``) holds only small histograms, as with
 `watch`. The callback re-traces the train step once per ``fit``.
+
+Keras's NNX mode on JAX (``KERAS_NNX_ENABLED``) compiles the model class's
+own ``train_step``, past the callback's capture: ``fit`` with
+``jit_compile=True`` there raises `histoscope.errors.UnsupportedTrainingError`
+before its first step; with ``jit_compile=False`` it is logged as usual.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from typing import Any
 
 import keras
 
-from ..errors import UnloggedWarning
+from ..errors import UnloggedWarning, UnsupportedTrainingError
 from ..write.histogram import Histogram
 from ..write.jax_device import bin_jax_arrays
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
@@ -121,6 +126,7 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
         self._warned: set[str] = set()
 
     def on_train_begin(self, logs: dict | None = None) -> None:
+        _refuse_nnx_jit(self.model)
         watching = self._watching
         if watching.run is None:
             watching.run, watching.owns_run = init(watching.project), True
@@ -354,6 +360,23 @@ class _Capture:
         kept = [(f"activations/{name}", t) for name, t in named if self.options.keeps(name, t)]
         if kept:
             self.tap.defer(current.step, current.due, kept)
+
+
+def _refuse_nnx_jit(model: Any) -> None:
+    """Raises `UnsupportedTrainingError` for Keras's NNX mode with a compiled train step.
+
+    That step calls the model's class's ``train_step``, never the wrapper the
+    callback puts on the model, so nothing would be logged but a misleading
+    warning at the end.
+    """
+    nnx = getattr(keras.config, "is_nnx_enabled", lambda: False)()
+    if keras.backend.backend() == "jax" and nnx and model.jit_compile and not model.run_eagerly:
+        raise UnsupportedTrainingError(
+            "histoscope's Keras callback cannot log a model that Keras's NNX mode "
+            "(KERAS_NNX_ENABLED, keras.config.is_nnx_enabled()) trains with jit_compile=True: "
+            "its compiled step calls the model class's train_step and skips the callback's "
+            "capture. Compile the model with jit_compile=False, or train without NNX mode."
+        )
 
 
 def _named_weights(model: Any, options: WatchOptions) -> list[tuple[str, Any]]:
