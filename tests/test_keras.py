@@ -154,7 +154,8 @@ def test_epoch_logs_are_scalars_at_the_updates_so_far(trained: dict) -> None:
 TENSORFLOW_RECORDS = """
 import numpy as np, tensorflow as tf
 from histoscope import _core
-from histoscope.integrations._keras_taps import _record, histogram_of_record
+from histoscope.integrations import _tf_records
+from histoscope.integrations._tf_records import histogram_of_record, records
 rng = np.random.default_rng(3)
 f32 = np.finfo(np.float32)
 arrays = [
@@ -179,30 +180,43 @@ arrays = [
     np.full(4, 1.7e308),
 ]
 encodings = {np.dtype(np.float16): "float16"}
+
+
+def jitted(function):
+    return tf.function(function, jit_compile=True, reduce_retracing=True)
+
+
 for bins in (1, 64):
     step = tf.constant(3, tf.int64)
-    record = tf.function(lambda v: _record(v, bins, step), jit_compile=True, reduce_retracing=True)
+    alone = jitted(lambda v: records([v], bins, step)[0])
+    tensors = [tf.constant(values) for values in arrays]
+    # Every array in one pass; then in passes of at most 1000 values (a larger one alone).
+    passes = []
+    for most in (1 << 25, 1000):
+        _tf_records.CHUNK_VALUES = most
+        passes.append(jitted(lambda vs: records(vs, bins, step))(tensors).numpy())
     for index, values in enumerate(arrays):
-        row = record(tf.constant(values)).numpy()
-        assert row[0] == 3, row
-        ours = histogram_of_record(row[1:], bins)
-        encoding = encodings.get(values.dtype)
-        host = values.view(np.uint16) if encoding else values
-        theirs = _core.histogram(host, bins=bins, encoding=encoding)
-        where = f"bins={bins}, array {index}"
-        assert np.array_equal(ours.edges, theirs.edges), where
-        assert np.array_equal(ours.counts, theirs.counts), (where, ours.counts, theirs.counts)
-        for name in ("count", "min", "max", "nonfinite", "below", "above"):
-            a, b = getattr(ours, name), getattr(theirs.stats, name)
-            assert a == b or (np.isnan(a) and np.isnan(b)), (where, name, a, b)
-        # The moments against NumPy's, of values scaled so that squares cannot overflow.
-        finite = values[np.isfinite(values)].astype(np.float64)
-        if finite.size:
-            scale = 2.0 ** (np.frexp(np.abs(finite).max())[1] - 1)
-            mean, std = (finite / scale).mean() * scale, (finite / scale).std() * scale
-            rounding = 1e-12 * (np.ptp(finite) + np.abs(finite).max())
-            assert abs(ours.mean - mean) <= rounding, (where, ours.mean, mean)
-            assert abs(ours.std - std) <= rounding, (where, ours.std, std)
+        rows = [alone(tensors[index]).numpy()] + [rows[index] for rows in passes]
+        for way, row in enumerate(rows):
+            assert row[0] == 3, row
+            ours = histogram_of_record(row[1:], bins)
+            encoding = encodings.get(values.dtype)
+            host = values.view(np.uint16) if encoding else values
+            theirs = _core.histogram(host, bins=bins, encoding=encoding)
+            where = f"bins={bins}, array {index}, way {way}"
+            assert np.array_equal(ours.edges, theirs.edges), where
+            assert np.array_equal(ours.counts, theirs.counts), (where, ours.counts, theirs.counts)
+            for name in ("count", "min", "max", "nonfinite", "below", "above"):
+                a, b = getattr(ours, name), getattr(theirs.stats, name)
+                assert a == b or (np.isnan(a) and np.isnan(b)), (where, name, a, b)
+            # The moments against NumPy's, of values scaled so that squares cannot overflow.
+            finite = values[np.isfinite(values)].astype(np.float64)
+            if finite.size:
+                scale = 2.0 ** (np.frexp(np.abs(finite).max())[1] - 1)
+                mean, std = (finite / scale).mean() * scale, (finite / scale).std() * scale
+                rounding = 1e-12 * (np.ptp(finite) + np.abs(finite).max())
+                assert abs(ours.mean - mean) <= rounding, (where, ours.mean, mean)
+                assert abs(ours.std - std) <= rounding, (where, ours.std, std)
 print("same")
 """
 
@@ -216,3 +230,86 @@ def test_tensorflow_records_are_the_cores_histograms() -> None:
         [sys.executable, "-c", TENSORFLOW_RECORDS], env=env, capture_output=True, text=True
     )
     assert done.stdout.strip() == "same", done.stderr[-4000:]
+
+
+ONE_PASS = """
+import collections, json, tensorflow as tf
+from histoscope.integrations._tf_records import records
+
+def operations(count):
+    specs = [tf.TensorSpec([None, 3], dtype) for dtype in (tf.float32, tf.float16)] * count
+    traced = tf.function(lambda *values: records(values, 64, tf.constant(0)), autograph=False)
+    graph = traced.get_concrete_function(*specs).graph
+    return collections.Counter(op.type for op in graph.get_operations())
+
+print(json.dumps([operations(2), operations(20)]))
+"""
+
+# What each tensor adds to the pass: its placeholder, its flattening and its index's fill.
+PER_TENSOR = {"Placeholder", "StopGradient", "Shape", "Reshape", "Size", "Fill", "Const"}
+
+
+def test_tensorflow_binning_is_one_pass_whatever_the_number_of_tensors() -> None:
+    """XLA's compilation time grew with each tensor binned in its own kernel: forty tensors
+    of two dtypes must make the same computing operations as four."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    done = subprocess.run([sys.executable, "-c", ONE_PASS], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    few, many = json.loads(done.stdout.strip().splitlines()[-1])
+    assert few["UnsortedSegmentSum"] == many["UnsortedSegmentSum"] == 4
+    for kind in set(few) | set(many):
+        if kind not in PER_TENSOR:
+            assert few.get(kind) == many.get(kind), kind
+        else:
+            assert many[kind] > few[kind], kind
+
+
+NNX_TRAINING = """
+import json, os, numpy as np, keras, histoscope as hs
+from histoscope.errors import UnsupportedTrainingError
+from histoscope.integrations.keras import HistoscopeCallback
+x, y = np.ones((32, 4), "float32"), np.zeros((32, 2), "float32")
+found = {"nnx": keras.config.is_nnx_enabled()}
+for jit in (True, False):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=jit)
+    run = None if jit else hs.init("nnx", dir="given")
+    callback = HistoscopeCallback(run, project="nnx", log="all", every=2)
+    try:
+        model.fit(x, y, batch_size=8, verbose=0, callbacks=[callback])
+    except UnsupportedTrainingError as error:
+        found["error"] = str(error)
+        found["runs made"] = os.path.exists("histoscope-logs")
+    else:
+        run.finish()
+        found["keys"] = sorted(hs.load_histograms(run.path))
+print(json.dumps(found))
+"""
+
+
+def test_keras_nnx_mode_with_jit_is_a_clear_error_and_without_it_is_logged(
+    tmp_path: Path,
+) -> None:
+    """NNX mode compiles the model class's train_step, past the capture: an error, not an
+    empty run; NNX mode without jit_compile runs the wrapped step, and is logged."""
+    if importlib.util.find_spec("jax") is None or importlib.util.find_spec("flax") is None:
+        pytest.skip("jax and flax are not installed")
+    import keras
+
+    if not hasattr(keras.config, "is_nnx_enabled"):
+        pytest.skip("this Keras has no NNX mode")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "KERAS_NNX_ENABLED": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", NNX_TRAINING], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["nnx"]
+    assert "NNX mode" in found["error"] and "jit_compile=False" in found["error"]
+    assert not found["runs made"]
+    roles = ("parameters", "gradients")
+    assert found["keys"] == sorted(
+        f"{role}/out/{name}" for role in roles for name in ("bias", "kernel")
+    )

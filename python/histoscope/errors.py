@@ -30,6 +30,7 @@ __all__ = [
     "RequestNotFoundError",
     "ShardedWarning",
     "UnloggedWarning",
+    "UnsupportedTrainingError",
     "UnwrittenWarning",
 ]
 
@@ -64,6 +65,11 @@ class HistoscopeError(Exception):
 
 class NotWholeNumberError(HistoscopeError, TypeError, ValueError):
     """A number with a fraction where a whole number is needed: a TypeError and a ValueError."""
+
+
+class UnsupportedTrainingError(HistoscopeError, RuntimeError):
+    """A training a trainer callback cannot log, such as Keras's NNX mode with
+    ``jit_compile``: raised as training starts, before a step runs or a run is made."""
 
 
 class RequestError(HistoscopeError):

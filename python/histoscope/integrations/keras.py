@@ -30,12 +30,19 @@ metrics, validation) are logged as scalars at the updates so far.
 
 How values leave the step: on JAX, through ``jax.debug.callback`` at logging
 steps only, as host copies binned by the core; on TensorFlow, where XLA lets
-nothing out but fixed-size variables, each histogram is made inside the step
-in float64, in the core's bins, and read after the step; on PyTorch the
-tensors are binned on their device, as `watch` bins them. Every histogram is
+nothing out but fixed-size variables, the histograms are made inside the step
+in float64, in the core's bins, and read after the step: the parameters'
+together as the step starts, the gradients' and layer outputs' together at
+its end, so that XLA compiles two binning passes whatever the model; on
+PyTorch the tensors are binned on their device, as `watch` bins them. Every histogram is
 binned before it reaches the run's writer, so the run's memory bound
 (``max_pending_bytes``, ``on_full``) holds only small histograms, as with
 `watch`. The callback re-traces the train step once per ``fit``.
+
+Keras's NNX mode on JAX (``KERAS_NNX_ENABLED``) compiles the model class's
+own ``train_step``, past the callback's capture: ``fit`` with
+``jit_compile=True`` there raises `histoscope.errors.UnsupportedTrainingError`
+before its first step; with ``jit_compile=False`` it is logged as usual.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from typing import Any
 
 import keras
 
-from ..errors import UnloggedWarning
+from ..errors import UnloggedWarning, UnsupportedTrainingError
 from ..write.histogram import Histogram
 from ..write.jax_device import bin_jax_arrays
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
@@ -119,6 +126,7 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
         self._warned: set[str] = set()
 
     def on_train_begin(self, logs: dict | None = None) -> None:
+        _refuse_nnx_jit(self.model)
         watching = self._watching
         if watching.run is None:
             watching.run, watching.owns_run = init(watching.project), True
@@ -291,7 +299,9 @@ class _Capture:
                     values = self._values(state)
                     named = [(f"parameters/{key}", values(v)) for key, v in self.parameters]
                     self.tap.tap(self.current.step, self.current.due, named)
-                return original(*args)
+                result = original(*args)
+                self.tap.release(self.current.step, self.current.due)
+                return result
             finally:
                 self.current = None
 
@@ -324,7 +334,7 @@ class _Capture:
                     if g is not None and id(v) in self.gradient_keys
                 ]
                 if named:
-                    self.tap.tap(current.step, current.due, named)
+                    self.tap.defer(current.step, current.due, named)
                     self.tapped_gradients = True
             return original(grads, trainable_variables)
 
@@ -349,7 +359,24 @@ class _Capture:
         named = [(key if len(tensors) == 1 else f"{key}/{i}", t) for i, t in enumerate(tensors)]
         kept = [(f"activations/{name}", t) for name, t in named if self.options.keeps(name, t)]
         if kept:
-            self.tap.tap(current.step, current.due, kept)
+            self.tap.defer(current.step, current.due, kept)
+
+
+def _refuse_nnx_jit(model: Any) -> None:
+    """Raises `UnsupportedTrainingError` for Keras's NNX mode with a compiled train step.
+
+    That step calls the model's class's ``train_step``, never the wrapper the
+    callback puts on the model, so nothing would be logged but a misleading
+    warning at the end.
+    """
+    nnx = getattr(keras.config, "is_nnx_enabled", lambda: False)()
+    if keras.backend.backend() == "jax" and nnx and model.jit_compile and not model.run_eagerly:
+        raise UnsupportedTrainingError(
+            "histoscope's Keras callback cannot log a model that Keras's NNX mode "
+            "(KERAS_NNX_ENABLED, keras.config.is_nnx_enabled()) trains with jit_compile=True: "
+            "its compiled step calls the model class's train_step and skips the callback's "
+            "capture. Compile the model with jit_compile=False, or train without NNX mode."
+        )
 
 
 def _named_weights(model: Any, options: WatchOptions) -> list[tuple[str, Any]]:
