@@ -191,13 +191,13 @@ def _rows(path: Path) -> object:
     return pq.read_table(path).to_pandas()
 
 
-def test_a_small_row_group_budget_exports_the_same_rows(
+def test_small_row_groups_and_pieces_export_the_same_rows(
     fixtures: Path, generated: Path, tmp_path: Path
 ) -> None:
     logdirs = [fixtures / n for n in ("torch_writer", "restart", "tf2_edge", "tf1_graph")]
     whole, pieces = tmp_path / "whole.parquet", tmp_path / "pieces.parquet"
     export_parquet(logdirs, whole)
-    summary = export_parquet(logdirs, pieces, row_group_bytes=2000)
+    summary = export_parquet(logdirs, pieces, row_group_bytes=2000, piece_bytes=2000)
     files = [f for d in logdirs for f in d.rglob("*tfevents*") if f.is_file()]
     assert summary.files == len(files)
     assert pq.ParquetFile(pieces).metadata.num_row_groups > 2 * len(files)
@@ -207,7 +207,7 @@ def test_a_small_row_group_budget_exports_the_same_rows(
     size = max(f.stat().st_size for f in generated.rglob("*tfevents*"))
     assert size > 1_500_000
     export_parquet(generated, whole)
-    summary = export_parquet(generated, pieces, row_group_bytes=300_000)
+    summary = export_parquet(generated, pieces, row_group_bytes=100_000, piece_bytes=300_000)
     assert pq.ParquetFile(pieces).metadata.num_row_groups >= 4 * 4
     assert summary.bytes_read == sum(f.stat().st_size for f in generated.rglob("*tfevents*"))
     assert summary.superseded == {"restarted": 80, "two": 60}
@@ -220,9 +220,10 @@ def test_a_small_row_group_budget_exports_the_same_rows(
     assert restarted.wall_time.tolist() == [*range(40), *range(80, 160)]
 
 
-def test_a_budget_must_be_a_positive_whole_number(fixtures: Path, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="row_group_bytes must be an int >= 1, got 0"):
-        export_parquet(fixtures / "torch_writer", tmp_path / "x.parquet", row_group_bytes=0)
+def test_budgets_must_be_positive_whole_numbers(fixtures: Path, tmp_path: Path) -> None:
+    for name in ("row_group_bytes", "piece_bytes"):
+        with pytest.raises(ValueError, match=f"{name} must be an int >= 1, got 0"):
+            export_parquet(fixtures / "torch_writer", tmp_path / "x.parquet", **{name: 0})
 
 
 @pytest.mark.parametrize("damage", ["cut", "gone"])
@@ -245,7 +246,7 @@ def test_a_file_cut_or_gone_after_planning_is_reported_and_the_rest_exported(
 
     monkeypatch.setattr(export, "_plan_pieces", plan_then_damage)
     out = tmp_path / "out.parquet"
-    summary = export_parquet(logdir, out, row_group_bytes=300_000)
+    summary = export_parquet(logdir, out, piece_bytes=300_000)
     rows = _rows(out)
     for run in ("plain", "two"):
         _assert_rows_equal(rows[rows.run == run], _local(generated, runs=[run]))

@@ -1,12 +1,12 @@
 """Streaming log directories into one Parquet file of tidy rows, a bounded piece at a time.
 
 Each events file is read, turned into rows (see `histoscope.tidy`) and written
-as its own row group; a file larger than the row-group budget
-(`ROW_GROUP_BYTES`, or ``row_group_bytes=``) is read and written in pieces of
-about that many bytes of records, one row group each. So memory holds a few
-pieces' histograms (the one being written and `READ_AHEAD` being read
-meanwhile), however large the log directories and their files are. A run of
-several files, or of one file read in pieces, is read twice: first for its
+in row groups of at most `ROW_GROUP_BYTES` of buckets (``row_group_bytes=``);
+a file larger than `PIECE_BYTES` (``piece_bytes=``) is read in pieces of about
+that many bytes of records. So memory holds two files' or pieces' histograms
+(the one being written and `READ_AHEAD` being read meanwhile) and one row
+group's table, however large the log directories and their files are. A run
+of several files, or of one file read in pieces, is read twice: first for its
 steps alone, to know which values its restarts drop (a later file can drop
 steps of an earlier one), then piece by piece for the buckets.
 """
@@ -29,12 +29,16 @@ from .reader import Logdirs
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
 from .tidy import STAT_COLUMNS, schema, table_of_records
 
-__all__ = ["ROW_GROUP_BYTES", "ExportSummary", "export_parquet"]
+__all__ = ["PIECE_BYTES", "ROW_GROUP_BYTES", "ExportSummary", "export_parquet"]
 
-#: How many events files (or pieces of one) are read ahead of the one being written.
-READ_AHEAD = 2
-#: The most bytes of an events file's records read into one row group by default.
+#: How many events files (or pieces of one) are read ahead of the one being written:
+#: reading one while writing another keeps two cores busy, and more only holds more.
+READ_AHEAD = 1
+#: The most bytes of buckets one row group holds, by default.
 ROW_GROUP_BYTES = 16 * 1024 * 1024
+#: Local events files larger than this are read in pieces of about this many bytes, by
+#: default; smaller ones are read whole and once (a file in pieces is read twice).
+PIECE_BYTES = 64 * 1024 * 1024
 #: Columns worth min/max statistics (for filters on read); the bucket lists are not.
 _STATISTICS = ("run", "tag", "step", "wall_time", *STAT_COLUMNS)
 
@@ -67,22 +71,23 @@ def export_parquet(
     storage_options: Mapping[str, Any] | None = None,
     progress: TextIO | None = None,
     row_group_bytes: int = ROW_GROUP_BYTES,
+    piece_bytes: int = PIECE_BYTES,
 ) -> ExportSummary:
     """Writes every histogram under ``logdir`` to the Parquet file ``out``, one row per
-    (run, tag, step), one row group per events file or per ``row_group_bytes`` of one.
+    (run, tag, step), in row groups of at most ``row_group_bytes`` of buckets.
 
     ``logdir``, ``tags``, ``runs`` and ``storage_options`` are as for
     `histoscope.load_histograms`. ``progress``, if given, is a terminal to draw a
     progress line on (see `histoscope.progress`). A local events file larger than
-    ``row_group_bytes`` is read and written in pieces of about that many bytes of
-    records, so that memory stays bounded whatever the files' sizes. The file is
+    ``piece_bytes`` is read in pieces of about that many bytes of records, so that
+    memory stays bounded whatever the files' sizes. The file is
     written under a temporary name and renamed when complete. Needs
     ``pip install 'histoscope[arrow]'``.
 
     Example:
         >>> import tempfile, os, pyarrow.parquet as pq
         >>> out = os.path.join(tempfile.mkdtemp(), "h.parquet")
-        >>> summary = export_parquet("examples/logdir", out, row_group_bytes=4096)
+        >>> summary = export_parquet("examples/logdir", out, row_group_bytes=4096, piece_bytes=4096)
         >>> meta = pq.read_metadata(out)
         >>> summary.files, meta.num_rows == summary.rows, meta.num_row_groups > summary.files
         (3, True, True)
@@ -94,7 +99,8 @@ def export_parquet(
 
     logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
-    budget = _args.whole_number(row_group_bytes, "row_group_bytes", minimum=1)
+    group_bytes = _args.whole_number(row_group_bytes, "row_group_bytes", minimum=1)
+    budget = _args.whole_number(piece_bytes, "piece_bytes", minimum=1)
     chosen = [r for r in find_runs(logdirs, several) if run_list is None or r.name in run_list]
     out = os.fspath(out)
     summary = ExportSummary(path=out, runs=len(chosen))
@@ -117,8 +123,8 @@ def export_parquet(
         ) as writer:
             for piece in _read_piece_by_piece(chosen, tag_list, budget):
                 merged = piece.merged
-                if merged.series:
-                    table = table_of_records(merged.series)
+                for group in _row_groups(merged.series, group_bytes):
+                    table = table_of_records(group)
                     writer.write_table(table)
                     summary.rows += table.num_rows
                     del table
@@ -160,6 +166,24 @@ def file_share(
 ) -> _core.MergedRecord:
     """The series and reports file ``index`` of a run of several contributes to it."""
     return plan.share(run, index, file.decode(tags))
+
+
+def _row_groups(
+    series: Sequence[_core.SeriesRecord], budget: int
+) -> Iterator[list[_core.SeriesRecord]]:
+    """``series`` in runs of consecutive records of at most ``budget`` bytes of buckets
+    (at least one record each), so one row group's table is built at a time."""
+    group: list[_core.SeriesRecord] = []
+    held = 0
+    for record in series:
+        size = record.buckets.nbytes
+        if group and held + size > budget:
+            yield group
+            group, held = [], 0
+        group.append(record)
+        held += size
+    if group:
+        yield group
 
 
 @dataclass
