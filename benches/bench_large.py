@@ -65,7 +65,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from large_logdir import RUNS_PER_PART, build, size_of  # noqa: E402
+from large_logdir import RUNS_PER_PART, logdir_of, size_of  # noqa: E402
 
 GB = 10**9
 FIRST_SHOWN = 10  # runs the viewer's page shows at first (MAX_SHOWN in app.js)
@@ -491,6 +491,19 @@ def main() -> None:
     finally:
         if args.data_dir is None:
             shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def build(data_dir: Path, size_gb: int) -> Path:
+    """The log directory of ``size_gb`` GB, built (or found) by ``large_logdir.py`` in a
+    process of its own: a child's peak memory as ``wait4`` reports it starts from its
+    parent's at the fork, and writing the run takes torch into this one."""
+    script = Path(__file__).resolve().parent / "large_logdir.py"
+    subprocess.run(
+        [sys.executable, str(script), str(data_dir), "--sizes", str(size_gb)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return logdir_of(data_dir, size_gb)
 
 
 def status_available() -> int:

@@ -64,7 +64,8 @@ def write_seed_run(run_dir: Path) -> None:
 def build(data_dir: Path, size_gb: int) -> Path:
     """The log directory of about ``size_gb`` GB under ``data_dir``, copied unless there."""
     seed = seed_run(data_dir)
-    logdir, stamp = data_dir / f"logdir_{size_gb}gb", data_dir / f"logdir_{size_gb}gb.json"
+    logdir = logdir_of(data_dir, size_gb)
+    stamp = logdir.with_name(logdir.name + ".json")
     wanted = {"format": FORMAT, "seed_bytes": seed.stat().st_size, "parts": size_gb}
     if stamp.exists() and json.loads(stamp.read_text()) == wanted:
         return logdir
@@ -76,6 +77,10 @@ def build(data_dir: Path, size_gb: int) -> Path:
             shutil.copyfile(seed, run_dir / seed.name)
     stamp.write_text(json.dumps(wanted))
     return logdir
+
+
+def logdir_of(data_dir: Path, size_gb: int) -> Path:
+    return data_dir / f"logdir_{size_gb}gb"
 
 
 def size_of(logdir: Path) -> int:
