@@ -102,16 +102,40 @@ impl RunPlan {
 #[derive(Debug, Default)]
 pub struct RunPlanner {
     skeletons: Vec<Skeleton>,
+    /// Where the pieces of the file being added begin.
+    file_start: usize,
 }
 
 impl RunPlanner {
     /// Adds the run's next file.
     pub fn add(&mut self, file: &FileContents) {
-        self.skeletons.push(Skeleton::from(file));
+        self.add_piece(file, false);
+    }
+
+    /// Adds the next piece of the run's files (see
+    /// [`FilePieces`](crate::read::file_pieces::FilePieces)); `continues` when it
+    /// goes on the file of the piece before. Each piece is planned as a file of its
+    /// own, and the plugins any piece names count from the file's first piece on,
+    /// as they do for the whole file.
+    pub fn add_piece(&mut self, piece: &FileContents, continues: bool) {
+        if !continues || self.skeletons.is_empty() {
+            self.file_start = self.skeletons.len();
+        }
+        let first = self.skeletons.get_mut(self.file_start);
+        if let Some(first) = first {
+            for (tag, plugin) in &piece.plugins {
+                first
+                    .plugins
+                    .entry(tag.clone())
+                    .or_insert_with(|| plugin.clone());
+            }
+        }
+        self.skeletons.push(Skeleton::from(piece));
     }
 
     /// The plan of the files added, in the order added; the planner starts again empty.
     pub fn finish(&mut self) -> RunPlan {
+        self.file_start = 0;
         plan_run(&std::mem::take(&mut self.skeletons))
     }
 }

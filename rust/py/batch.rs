@@ -16,6 +16,7 @@ use crate::logdir::plan::{PlanError, RunPlan as CorePlan, RunPlanner as CorePlan
 use crate::logdir::run_set::{RunSet as CoreSet, RunSetError};
 use crate::read::event_file::{read_event_file, FileContents};
 use crate::read::event_stream::{EventStream as CoreStream, StreamError};
+use crate::read::file_pieces::FilePieces as CorePieces;
 
 impl From<StreamError> for PyErr {
     fn from(e: StreamError) -> PyErr {
@@ -118,6 +119,35 @@ impl EventStream {
     }
 }
 
+/// A local events file read a piece of about `budget` bytes of records at a time:
+/// iterating gives each piece as a `DecodedFile`, the file's report with the last.
+#[pyclass(module = "histoscope._core")]
+pub struct FilePieces(CorePieces);
+
+#[pymethods]
+impl FilePieces {
+    #[new]
+    #[pyo3(signature = (path, budget, tags=None))]
+    fn new(py: Python<'_>, path: PathBuf, budget: u64, tags: Option<Vec<String>>) -> Self {
+        let tags = tag_set(tags);
+        FilePieces(py.detach(|| CorePieces::open(&path, tags, budget)))
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> Option<DecodedFile> {
+        py.detach(|| self.0.next()).map(DecodedFile::new)
+    }
+
+    /// Whether the file's last piece was handed out.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.0.finished()
+    }
+}
+
 /// Reads one local events file.
 #[pyfunction]
 #[pyo3(signature = (path, tags=None))]
@@ -197,9 +227,11 @@ impl RunPlanner {
         RunPlanner(CorePlanner::default())
     }
 
-    /// Adds the run's next file; the file is used up.
-    fn add(&mut self, mut file: PyRefMut<'_, DecodedFile>) -> PyResult<()> {
-        self.0.add(&file.take()?);
+    /// Adds the run's next file, or the next piece of its files (`continues` when it
+    /// goes on the file of the piece before); the file is used up.
+    #[pyo3(signature = (file, continues=false))]
+    fn add(&mut self, mut file: PyRefMut<'_, DecodedFile>, continues: bool) -> PyResult<()> {
+        self.0.add_piece(&file.take()?, continues);
         Ok(())
     }
 
@@ -292,6 +324,7 @@ fn records(runs: Vec<RunFiles>) -> Vec<RunFilesRecord> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DecodedFile>()?;
     m.add_class::<EventStream>()?;
+    m.add_class::<FilePieces>()?;
     m.add_function(wrap_pyfunction!(decode_file, m)?)?;
     m.add_class::<RunSet>()?;
     m.add_class::<RunPlanner>()?;

@@ -194,6 +194,20 @@ pub fn decode_records<R: io::Read, S: Sink>(
     plugins: &mut HashMap<String, String>,
     report: &mut FileReport,
 ) {
+    decode_records_until(&mut reader, tags, sink, plugins, report, u64::MAX);
+}
+
+/// [`decode_records`] up to the first record boundary at or past input offset
+/// `stop`; returns whether it stopped there, so that records may be left to read.
+/// `plugins` carries what earlier records named to the next call.
+pub fn decode_records_until<R: io::Read, S: Sink>(
+    reader: &mut RecordReader<R>,
+    tags: Option<&HashSet<String>>,
+    sink: &mut S,
+    plugins: &mut HashMap<String, String>,
+    report: &mut FileReport,
+    stop: u64,
+) -> bool {
     let mut decoder = Decoder {
         tags,
         sink,
@@ -201,6 +215,9 @@ pub fn decode_records<R: io::Read, S: Sink>(
         scratch: Vec::new(),
     };
     loop {
+        if reader.offset() >= stop {
+            return true;
+        }
         match reader.next_record() {
             Ok(Some(record)) => {
                 let end = record.offset + record.data.len() as u64 + 16;
@@ -209,10 +226,10 @@ pub fn decode_records<R: io::Read, S: Sink>(
                 }
                 decoder.sink.progress(end, reader.limit());
             }
-            Ok(None) => break,
+            Ok(None) => return false,
             Err(ReadRecordError::Truncated { offset, .. }) => {
                 report.incomplete_tail = Some(offset);
-                break;
+                return false;
             }
             Err(ReadRecordError::BadDataCrc { offset, length, .. }) => {
                 report.damaged.push(Damage::bad_data(offset, length + 16));
@@ -223,12 +240,12 @@ pub fn decode_records<R: io::Read, S: Sink>(
                     .push(Damage::bad_length(skipped.offset, skipped.length)),
                 Err(e) => {
                     report.error = Some(ReadEventError::from(e).to_string());
-                    break;
+                    return false;
                 }
             },
             Err(e @ ReadRecordError::Io { .. }) => {
                 report.error = Some(ReadEventError::from(e).to_string());
-                break;
+                return false;
             }
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod event_file;
 pub mod event_stream;
+pub mod file_pieces;
 pub mod masked_crc;
 pub mod metric_layout;
 pub mod optimizer_note;

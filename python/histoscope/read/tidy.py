@@ -111,12 +111,14 @@ def table_of_records(records: Sequence[_core.SeriesRecord]) -> pyarrow.Table:
     }
     steps = _concat([r.steps for r in records], np.int64)
     wall_times = _concat([r.wall_times for r in records], np.float64)
-    flat = _concat([r.buckets for r in records], np.float64).reshape(-1, 3)
+    # Each column gathered straight from the records' rows: no copy of all the buckets
+    # at once besides the columns themselves (export's memory is a few of these).
+    rows = [r.buckets.reshape(-1, 3) for r in records]
     stats = _concat([r.stats for r in records], np.float64).reshape(-1, len(STAT_COLUMNS))
-    offsets = _joined_offsets([r.offsets for r in records])
+    offsets = pa.array(_joined_offsets([r.offsets for r in records]))
     lists = {
         column: pa.LargeListArray.from_arrays(
-            pa.array(offsets), pa.array(np.ascontiguousarray(flat[:, i]))
+            offsets, pa.array(np.ascontiguousarray(_concat([b[:, i] for b in rows], np.float64)))
         )
         for i, column in enumerate(("left", "right", "count"))
     }
