@@ -34,6 +34,7 @@ pub use series::{SeriesView, StepBuckets};
 use crate::histograms::profile::{profile, StepProfile};
 use crate::histograms::series::Series;
 pub use crate::logdir::evidence::RunEvidence;
+use crate::logdir::load::LoadedRun;
 use runs::RunSummary;
 
 /// Each run's evidence besides histograms, by run name.
@@ -182,6 +183,13 @@ impl Options {
 pub fn diagnose_loaded(series: &[Series], evidence: &Evidence, options: &Options) -> Vec<Finding> {
     let views: Vec<SeriesView<'_>> = series.iter().map(SeriesView::from).collect();
     diagnose(&views, evidence, options)
+}
+
+/// [`diagnose`] of one run read alone: its findings are those a whole log
+/// directory gives for it, since every rule compares a series only with its own run's.
+pub fn diagnose_run(run: &LoadedRun, options: &Options) -> Vec<Finding> {
+    let evidence = Evidence::from([(run.name.clone(), run.evidence.clone())]);
+    diagnose_loaded(&run.merged.series, &evidence, options)
 }
 
 /// [`diagnose`] of series handed in as arrays, each first checked to fit together.

@@ -45,12 +45,26 @@ pub enum LogdirSource {
 }
 
 impl LogdirSource {
+    /// Finds the runs of the log directory, or of all of them as one, sorted by name.
+    pub fn discover(&self) -> Result<Vec<RunFiles>, LogdirError> {
+        match self {
+            LogdirSource::One(path) => discover_runs(path),
+            LogdirSource::Several(logdirs) => discover_several(logdirs),
+        }
+    }
+
     /// Reads the selected runs of the log directory, or of all of them as one.
     pub fn load(&self, selection: &Selection) -> Result<Logdir, LogdirError> {
-        match self {
-            LogdirSource::One(path) => load_logdir(path, selection),
-            LogdirSource::Several(logdirs) => load_logdirs(logdirs, selection),
-        }
+        Ok(load_runs(self.discover()?, selection))
+    }
+}
+
+impl Selection {
+    /// Whether the run named `name` is to be read.
+    pub fn wants_run(&self, name: &str) -> bool {
+        self.runs
+            .as_ref()
+            .is_none_or(|wanted| wanted.contains(name))
     }
 }
 
@@ -67,29 +81,50 @@ pub fn load_logdirs(
     logdirs: &[(String, PathBuf)],
     selection: &Selection,
 ) -> Result<Logdir, LogdirError> {
+    Ok(load_runs(discover_several(logdirs)?, selection))
+}
+
+/// The runs of several log directories, named `name/run`, sorted by name.
+fn discover_several(logdirs: &[(String, PathBuf)]) -> Result<Vec<RunFiles>, LogdirError> {
     let mut found = Vec::new();
     for (name, path) in logdirs {
         found.extend(qualified_runs(discover_runs(path)?, Some(name)));
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(load_runs(found, selection))
+    Ok(found)
 }
 
 fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
     let runs: Vec<String> = found.iter().map(|r| r.name.clone()).collect();
     let chosen: Vec<&RunFiles> = found
         .iter()
-        .filter(|r| {
-            selection
-                .runs
-                .as_ref()
-                .is_none_or(|wanted| wanted.contains(&r.name))
-        })
+        .filter(|r| selection.wants_run(&r.name))
         .collect();
-    let tags = selection.tags.as_ref();
+    let mut out = Logdir {
+        runs,
+        ..Default::default()
+    };
+    for run in read_runs(&chosen, selection.tags.as_ref()) {
+        out.add(&run.name, run.merged);
+        out.evidence.insert(run.name, run.evidence);
+    }
+    out
+}
+
+/// One run read: its series, the reports of its files, what restarts
+/// superseded, and the scalars and optimizer read in the same pass.
+#[derive(Debug, Default)]
+pub struct LoadedRun {
+    pub name: String,
+    pub merged: MergedRun,
+    pub evidence: RunEvidence,
+}
+
+/// Reads `runs`, in their order, every events file of all of them on its own core.
+pub fn read_runs(runs: &[&RunFiles], tags: Option<&HashSet<String>>) -> Vec<LoadedRun> {
     // A run of one file (the usual case) is decoded straight into its series;
     // a run of several is read file by file in parallel, then replayed in order.
-    let jobs: Vec<(usize, Option<&Path>)> = chosen
+    let jobs: Vec<(usize, Option<&Path>)> = runs
         .iter()
         .enumerate()
         .flat_map(|(i, r)| match r.files.as_slice() {
@@ -105,15 +140,15 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
                 (i, Done::File(file), marks)
             }
             None => {
-                let run = chosen[i];
+                let run = runs[i];
                 let (merged, marks) = read_single_file_run(&run.name, &run.files[0], tags);
                 (i, Done::Run(merged), marks)
             }
         })
         .collect();
-    let mut per_run: Vec<Vec<FileContents>> = chosen.iter().map(|_| Vec::new()).collect();
-    let mut finished: Vec<Option<MergedRun>> = chosen.iter().map(|_| None).collect();
-    let mut marks: Vec<Vec<Vec<Mark>>> = chosen.iter().map(|_| Vec::new()).collect();
+    let mut per_run: Vec<Vec<FileContents>> = runs.iter().map(|_| Vec::new()).collect();
+    let mut finished: Vec<Option<MergedRun>> = runs.iter().map(|_| None).collect();
+    let mut marks: Vec<Vec<Vec<Mark>>> = runs.iter().map(|_| Vec::new()).collect();
     for (i, result, file_marks) in done {
         marks[i].push(file_marks);
         match result {
@@ -121,17 +156,16 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
             Done::Run(merged) => finished[i] = Some(merged),
         }
     }
-    let mut out = Logdir {
-        runs,
-        ..Default::default()
-    };
-    for (((run, files), finished), marks) in chosen.iter().zip(per_run).zip(finished).zip(marks) {
-        let merged = finished.unwrap_or_else(|| merge_run(&run.name, files));
-        out.add(&run.name, merged);
-        let evidence = RunEvidence::replay(marks.iter().map(Vec::as_slice));
-        out.evidence.insert(run.name.clone(), evidence);
-    }
-    out
+    runs.iter()
+        .zip(per_run)
+        .zip(finished)
+        .zip(marks)
+        .map(|(((run, files), finished), marks)| LoadedRun {
+            name: run.name.clone(),
+            merged: finished.unwrap_or_else(|| merge_run(&run.name, files)),
+            evidence: RunEvidence::replay(marks.iter().map(Vec::as_slice)),
+        })
+        .collect()
 }
 
 /// Reads one events file of a run of several, keeping its scalars and notes as marks.

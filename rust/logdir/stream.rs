@@ -1,0 +1,202 @@
+//! A log directory read a byte budget of runs at a time, for work that reduces each run
+//! (diagnosis, the report) and so needs no more memory than its largest run.
+
+use std::collections::{HashSet, VecDeque};
+use std::fs;
+
+use crate::logdir::discover::{LogdirError, RunFiles};
+use crate::logdir::load::{read_runs, LoadedRun, LogdirSource, Selection};
+
+/// The bytes of files read at once by default: with decoded buckets taking about
+/// one and a half times their bytes on disk, a quarter of a GB of memory.
+pub const DEFAULT_BUDGET: u64 = 160 << 20;
+
+/// The selected runs of a log directory, handed out in name order, read a
+/// batch at a time: as many runs as fit the byte budget (at least one), every
+/// events file of a batch on its own core.
+#[derive(Debug)]
+pub struct RunStream {
+    /// Every run found, with or without histograms, sorted by name.
+    runs: Vec<String>,
+    /// The selected runs not read yet, with what their files weighed when listed.
+    pending: VecDeque<Listed>,
+    tags: Option<HashSet<String>>,
+    budget: Option<u64>,
+    files: usize,
+    bytes: u64,
+}
+
+/// A run's files as listed, and their size then.
+#[derive(Debug)]
+struct Listed {
+    run: RunFiles,
+    bytes: u64,
+}
+
+/// One run of a stream, read, with what its files weighed when listed.
+#[derive(Debug)]
+pub struct StreamedRun {
+    pub run: LoadedRun,
+    /// How many events files the run has.
+    pub files: usize,
+    /// Their bytes when the log directory was listed.
+    pub bytes: u64,
+}
+
+impl RunStream {
+    /// Lists the selected runs of `source`; `budget` bounds the listed bytes of the
+    /// runs read at once (`None`: every run at once).
+    pub fn open(
+        source: &LogdirSource,
+        selection: &Selection,
+        budget: Option<u64>,
+    ) -> Result<RunStream, LogdirError> {
+        let found = source.discover()?;
+        let runs = found.iter().map(|r| r.name.clone()).collect();
+        let pending: VecDeque<Listed> = found
+            .into_iter()
+            .filter(|r| selection.wants_run(&r.name))
+            .map(|run| {
+                // A file that vanished since the listing weighs nothing; reading it
+                // reports that it is gone.
+                let bytes = run
+                    .files
+                    .iter()
+                    .map(|f| fs::metadata(f).map_or(0, |m| m.len()))
+                    .sum();
+                Listed { run, bytes }
+            })
+            .collect();
+        Ok(RunStream {
+            runs,
+            files: pending.iter().map(|l| l.run.files.len()).sum(),
+            bytes: pending.iter().map(|l| l.bytes).sum(),
+            pending,
+            tags: selection.tags.clone(),
+            budget,
+        })
+    }
+
+    /// Every run found, with or without histograms, sorted by name.
+    pub fn runs(&self) -> &[String] {
+        &self.runs
+    }
+
+    /// How many events files the selected runs have.
+    pub fn files(&self) -> usize {
+        self.files
+    }
+
+    /// The bytes of the selected runs' files when listed.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Reads the next runs that fit the budget together (the next run alone when
+    /// it is larger), in name order; empty when every run has been read.
+    pub fn next_batch(&mut self) -> Vec<StreamedRun> {
+        let mut batch = Vec::new();
+        let mut bytes = 0u64;
+        while let Some(next) = self.pending.front() {
+            let fits = self.budget.is_none_or(|b| bytes + next.bytes <= b);
+            if !batch.is_empty() && !fits {
+                break;
+            }
+            bytes += next.bytes;
+            batch.extend(self.pending.pop_front());
+        }
+        let runs: Vec<&RunFiles> = batch.iter().map(|l| &l.run).collect();
+        read_runs(&runs, self.tags.as_ref())
+            .into_iter()
+            .zip(&batch)
+            .map(|(run, listed)| StreamedRun {
+                run,
+                files: listed.run.files.len(),
+                bytes: listed.bytes,
+            })
+            .collect()
+    }
+}
+
+impl Iterator for RunStream {
+    type Item = Vec<StreamedRun>;
+
+    /// The next batch, or None when every run has been read.
+    fn next(&mut self) -> Option<Vec<StreamedRun>> {
+        Some(self.next_batch()).filter(|batch| !batch.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::logdir::discover::discover_runs;
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    }
+
+    fn names(batch: &[StreamedRun]) -> Vec<&str> {
+        batch.iter().map(|r| r.run.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_budget_reads_runs_in_batches_that_fit_it_or_one_at_a_time() {
+        for logdir in ["nested", "restart", "corrupt", "torch_writer"] {
+            runs_one_at_a_time_are_the_whole(logdir);
+        }
+    }
+
+    fn runs_one_at_a_time_are_the_whole(logdir: &str) {
+        let source = LogdirSource::One(fixtures().join(logdir));
+        let whole = source.load(&Selection::default()).unwrap();
+        let all: Vec<Vec<StreamedRun>> = RunStream::open(&source, &Selection::default(), None)
+            .unwrap()
+            .collect();
+        assert_eq!(all.len(), 1);
+        assert_eq!(names(&all[0]), whole.evidence.keys().collect::<Vec<_>>());
+        let stream = RunStream::open(&source, &Selection::default(), Some(1)).unwrap();
+        assert_eq!(stream.runs(), whole.runs);
+        let (files, bytes) = (stream.files(), stream.bytes());
+        let batches: Vec<Vec<StreamedRun>> = stream.collect();
+        assert!(batches.iter().all(|b| b.len() == 1));
+        let runs: Vec<&StreamedRun> = batches.iter().flatten().collect();
+        assert_eq!(runs.iter().map(|r| r.files).sum::<usize>(), files);
+        assert_eq!(runs.iter().map(|r| r.bytes).sum::<u64>(), bytes);
+        let series: Vec<_> = runs.iter().flat_map(|r| &r.run.merged.series).collect();
+        // Debug text, since missing statistics are NaN, which equals nothing.
+        assert_eq!(
+            format!("{series:?}"),
+            format!("{:?}", whole.series.iter().collect::<Vec<_>>())
+        );
+        let reports: Vec<_> = runs.iter().flat_map(|r| &r.run.merged.reports).collect();
+        assert_eq!(reports, whole.reports.iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_file_gone_since_the_listing_is_reported_and_the_rest_is_read() {
+        let root = std::env::temp_dir().join(format!("histoscope-gone-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for run in ["a", "b"] {
+            fs::create_dir_all(root.join(run)).unwrap();
+            let fixture = fixtures().join("many_steps");
+            let file = &discover_runs(&fixture).unwrap()[0].files[0];
+            fs::copy(file, root.join(run).join("events.out.tfevents.1")).unwrap();
+        }
+        let source = LogdirSource::One(root.clone());
+        let mut stream = RunStream::open(&source, &Selection::default(), Some(1)).unwrap();
+        fs::remove_file(root.join("a/events.out.tfevents.1")).unwrap();
+        let first = stream.next_batch();
+        let report = &first[0].run.merged.reports[0];
+        assert!(report.has_problems());
+        assert!(report.summary().contains("a/events.out.tfevents.1"));
+        assert!(first[0].run.merged.series.is_empty());
+        let second = stream.next_batch();
+        assert_eq!(names(&second), ["b"]);
+        assert!(!second[0].run.merged.reports[0].has_problems());
+        assert!(stream.next_batch().is_empty());
+        fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,170 @@
+//! `RunStream`: a log directory's runs handed to Python one by one, read a byte budget at a
+//! time, each diagnosed (and its buckets dropped) as it is read when asked.
+
+use std::collections::VecDeque;
+
+use pyo3::prelude::*;
+use rayon::prelude::*;
+
+use super::batch::Logdirs;
+use super::diagnose::{py_findings, FindingRecord};
+use super::records::{reports, series_records, FileReportRecord, SeriesRecord};
+use super::selection;
+use crate::diagnose::{diagnose_run, Finding, Options};
+use crate::logdir::load::LogdirSource;
+use crate::logdir::stream::{self, StreamedRun};
+
+/// One run of a stream: its name, its files' count and bytes when listed, what
+/// reading them reported, what restarts superseded, its series (empty unless
+/// kept) and its findings (empty unless diagnosed).
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct RunRecord {
+    run: String,
+    files: usize,
+    bytes: u64,
+    reports: Vec<Py<FileReportRecord>>,
+    superseded: usize,
+    series: Vec<Py<SeriesRecord>>,
+    findings: Vec<Py<FindingRecord>>,
+}
+
+#[pymethods]
+impl RunRecord {
+    fn __repr__(&self) -> String {
+        format!(
+            "RunRecord({:?}: {} files, {} bytes, {} series, {} findings)",
+            self.run,
+            self.files,
+            self.bytes,
+            self.series.len(),
+            self.findings.len()
+        )
+    }
+}
+
+/// A run read and reduced, waiting for Python to take it.
+struct Ready {
+    streamed: StreamedRun,
+    findings: Vec<Finding>,
+}
+
+impl RunRecord {
+    fn new(py: Python<'_>, ready: Ready) -> PyResult<Self> {
+        let StreamedRun { run, files, bytes } = ready.streamed;
+        Ok(RunRecord {
+            run: run.name,
+            files,
+            bytes,
+            reports: reports(run.merged.reports)
+                .into_iter()
+                .map(|r| Py::new(py, r))
+                .collect::<PyResult<_>>()?,
+            superseded: run.merged.superseded,
+            series: series_records(py, run.merged.series)?,
+            findings: py_findings(py, ready.findings)?,
+        })
+    }
+}
+
+/// The selected runs of a log directory (a path, or `(name, path)` pairs), in name
+/// order, read `budget_bytes` of files at a time (at least one run; None: all at once;
+/// default `READ_BUDGET_BYTES`).
+/// With `diagnose`, each run comes with its findings (`kinds` and `roles` as for
+/// `diagnose_series`); without `series`, its buckets are dropped once diagnosed.
+#[pyclass(module = "histoscope._core")]
+pub struct RunStream {
+    inner: stream::RunStream,
+    options: Option<Options>,
+    keep_series: bool,
+    ready: VecDeque<Ready>,
+}
+
+#[pymethods]
+impl RunStream {
+    #[new]
+    #[pyo3(signature = (
+        logdir, *, runs=None, tags=None, budget_bytes=Some(stream::DEFAULT_BUDGET), diagnose=false, kinds=None,
+        roles=None, series=true
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn py_new(
+        py: Python<'_>,
+        logdir: Logdirs,
+        runs: Option<Vec<String>>,
+        tags: Option<Vec<String>>,
+        budget_bytes: Option<u64>,
+        diagnose: bool,
+        kinds: Option<Vec<String>>,
+        roles: Option<Vec<(String, String)>>,
+        series: bool,
+    ) -> PyResult<Self> {
+        let options = Options::parse(kinds, roles.unwrap_or_default())?;
+        let selection = selection(runs, tags);
+        let source = LogdirSource::from(logdir);
+        let inner = py.detach(|| stream::RunStream::open(&source, &selection, budget_bytes))?;
+        Ok(RunStream {
+            inner,
+            options: diagnose.then_some(options),
+            keep_series: series,
+            ready: VecDeque::new(),
+        })
+    }
+
+    /// Every run found, with or without histograms, sorted by name.
+    #[getter]
+    fn runs(&self) -> Vec<String> {
+        self.inner.runs().to_vec()
+    }
+
+    /// How many events files the selected runs have.
+    #[getter]
+    fn files(&self) -> usize {
+        self.inner.files()
+    }
+
+    /// The bytes of the selected runs' files when listed.
+    #[getter]
+    fn bytes(&self) -> u64 {
+        self.inner.bytes()
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(mut slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<Option<RunRecord>> {
+        if slf.ready.is_empty() {
+            let this = &mut *slf;
+            let (inner, options, keep) = (&mut this.inner, this.options.as_ref(), this.keep_series);
+            let batch = py.detach(|| reduce(inner.next_batch(), options, keep));
+            this.ready.extend(batch);
+        }
+        slf.ready
+            .pop_front()
+            .map(|ready| RunRecord::new(py, ready))
+            .transpose()
+    }
+}
+
+/// Diagnoses each run of a batch where asked, dropping its buckets unless kept.
+fn reduce(batch: Vec<StreamedRun>, options: Option<&Options>, keep_series: bool) -> Vec<Ready> {
+    batch
+        .into_par_iter()
+        .map(|mut streamed| {
+            let findings = options
+                .map(|o| diagnose_run(&streamed.run, o))
+                .unwrap_or_default();
+            if !keep_series {
+                streamed.run.merged.series = Vec::new();
+            }
+            Ready { streamed, findings }
+        })
+        .collect()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RunRecord>()?;
+    m.add_class::<RunStream>()?;
+    m.add("READ_BUDGET_BYTES", stream::DEFAULT_BUDGET)?;
+    Ok(())
+}
