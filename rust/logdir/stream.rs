@@ -191,7 +191,9 @@ mod tests {
         let first = stream.next_batch();
         let report = &first[0].run.merged.reports[0];
         assert!(report.has_problems());
-        assert!(report.summary().contains("a/events.out.tfevents.1"));
+        assert!(report
+            .summary()
+            .contains("a/events.out.tfevents.1: stopped reading: the file is gone"));
         assert!(first[0].run.merged.series.is_empty());
         let second = stream.next_batch();
         assert_eq!(names(&second), ["b"]);
