@@ -134,12 +134,13 @@ def _data(
     else:
         for run in _progressing(runs(), progress, "report: binning"):
             gathered.rebin(run)
+    cards = gathered.cards_by_key()
     return {
         "runs": sorted(gathered.steps),
-        "tags": [{"tag": tag, "runs": list(card["runs"])} for tag, card in gathered.sorted()],
+        "tags": [{"tag": tag, "runs": list(card["runs"])} for tag, card in cards.items()],
         "layout": _layout(logdir),
         "steps": {run: sorted(found) for run, found in sorted(gathered.steps.items())},
-        "cards": dict(gathered.sorted()),
+        "cards": cards,
         "findings": [finding.to_dict() for finding in gathered.diagnosis.findings],
     }
 
@@ -178,6 +179,7 @@ class _Gathered:
             extent = _core.bucket_extent(rows)
             self.extents[series.tag] = _joined(self.extents.get(series.tag), extent)
             if self.keep_rows:
+                # Views into the series' buckets: the whole log directory fits the budget.
                 self.rows[series.tag, run.run] = rows
             self.steps.setdefault(run.run, set()).update(int(s) for s in series.steps[kept])
 
@@ -203,10 +205,10 @@ class _Gathered:
     def _rebinned(self, tag: str, rows: list[np.ndarray]) -> _core.RebinRecord:
         return _core.rebin(rows, self.bins, self.extents[tag])
 
-    def sorted(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """The cards by key, any step gone from the files between the two reads left empty."""
-        for tag in sorted(self.cards):
-            card = self.cards[tag]
+    def cards_by_key(self) -> dict[str, dict[str, Any]]:
+        """The cards by key with their shared bins' edges, counts gone from the files
+        between the two reads left empty."""
+        for tag, card in self.cards.items():
             card["edges"] = self._rebinned(tag, []).edges
             for run, entry in card["runs"].items():
                 if entry["counts"] is None:
@@ -217,7 +219,7 @@ class _Gathered:
                         stacklevel=4,
                     )
                     entry["counts"] = np.zeros((len(entry["steps"]), self.bins))
-            yield tag, card
+        return {tag: self.cards[tag] for tag in sorted(self.cards)}
 
 
 def _joined(
