@@ -1,6 +1,7 @@
 //! The rules on series built in the test, one behaviour each.
 
 use super::*;
+use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::series::Series;
 use crate::histograms::stats::Stats;
 use crate::logdir::evidence::ScalarSeries;
@@ -420,7 +421,7 @@ fn run_by_run(runs: &[LoadedRun], options: &Options) -> Vec<Finding> {
 
 #[test]
 fn runs_diagnosed_one_by_one_find_what_the_whole_finds() {
-    use crate::logdir::load::{LogdirSource, Selection};
+    use crate::logdir::load::{LogdirSource, Reading, Selection};
     use crate::logdir::stream::RunStream;
 
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -434,14 +435,22 @@ fn runs_diagnosed_one_by_one_find_what_the_whole_finds() {
     ] {
         let source = LogdirSource::One(fixtures.join(logdir));
         let whole = source.load(&Selection::default()).unwrap();
-        let stream = RunStream::open(&source, &Selection::default(), Some(1)).unwrap();
-        let runs: Vec<LoadedRun> = stream.flatten().map(|s| s.run).collect();
         let options = Options::default();
-        let found = run_by_run(&runs, &options);
-        assert_eq!(
-            found,
-            diagnose_loaded(&whole.series, &whole.evidence, &options)
-        );
+        let expected = diagnose_loaded(&whole.series, &whole.evidence, &options);
+        for reading in [Reading::Series, Reading::Profiles] {
+            let stream = RunStream::open(&source, &Selection::default(), Some(1), reading).unwrap();
+            let runs: Vec<LoadedRun> = stream.flatten().map(|s| s.run).collect();
+            if reading == Reading::Profiles {
+                assert!(runs.iter().all(|r| r.merged.series.is_empty()));
+            } else {
+                assert!(runs.iter().all(|r| r.profiled.is_empty()));
+            }
+            assert_eq!(
+                run_by_run(&runs, &options),
+                expected,
+                "{logdir} as {reading:?}"
+            );
+        }
     }
 }
 
@@ -476,7 +485,17 @@ fn planted_problems_are_found_alike_run_by_run() {
                 series,
                 ..Default::default()
             },
+            profiled: Vec::new(),
             evidence: evidence.get(*name).cloned().unwrap_or_default(),
+        })
+        .collect();
+    let profiled: Vec<LoadedRun> = runs
+        .iter()
+        .map(|r| LoadedRun {
+            name: r.name.clone(),
+            merged: Default::default(),
+            profiled: r.merged.series.iter().map(ProfiledSeries::of).collect(),
+            evidence: r.evidence.clone(),
         })
         .collect();
     let all: Vec<Series> = planted.concat();
@@ -487,5 +506,6 @@ fn planted_problems_are_found_alike_run_by_run() {
         let whole = diagnose_loaded(&all, &evidence, &options);
         assert!(whole.len() >= 2, "the planted problems are found");
         assert_eq!(run_by_run(&runs, &options), whole);
+        assert_eq!(run_by_run(&profiled, &options), whole);
     }
 }

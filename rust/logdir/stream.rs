@@ -5,15 +5,20 @@ use std::collections::{HashSet, VecDeque};
 use std::fs;
 
 use crate::logdir::discover::{LogdirError, RunFiles};
-use crate::logdir::load::{read_runs, LoadedRun, LogdirSource, Selection};
+use crate::logdir::load::{read_runs, LoadedRun, LogdirSource, Reading, Selection};
 
 /// The bytes of files read at once by default: with decoded buckets taking about
 /// one and a half times their bytes on disk, a quarter of a GB of memory.
 pub const DEFAULT_BUDGET: u64 = 160 << 20;
 
+/// A run of one file read as profiles holds a profile (about a hundred bytes) per
+/// stored histogram of hundreds of bytes to kilobytes: it weighs at most this
+/// fraction of its bytes.
+const PROFILED_SHARE: u64 = 8;
+
 /// The selected runs of a log directory, handed out in name order, read a
-/// batch at a time: as many runs as fit the byte budget (at least one), every
-/// events file of a batch on its own core.
+/// batch at a time: as many runs as fit the byte budget (at least one, at most
+/// one per core), every events file of a batch on its own core.
 #[derive(Debug)]
 pub struct RunStream {
     /// Every run found, with or without histograms, sorted by name.
@@ -22,6 +27,7 @@ pub struct RunStream {
     pending: VecDeque<Listed>,
     tags: Option<HashSet<String>>,
     budget: Option<u64>,
+    reading: Reading,
     files: usize,
     bytes: u64,
 }
@@ -44,12 +50,14 @@ pub struct StreamedRun {
 }
 
 impl RunStream {
-    /// Lists the selected runs of `source`; `budget` bounds the listed bytes of the
-    /// runs read at once (`None`: every run at once).
+    /// Lists the selected runs of `source`, to be read as `reading` says; `budget`
+    /// bounds the memory of the runs read at once, as weighed by their listed bytes
+    /// (`None`: every run at once).
     pub fn open(
         source: &LogdirSource,
         selection: &Selection,
         budget: Option<u64>,
+        reading: Reading,
     ) -> Result<RunStream, LogdirError> {
         let found = source.discover()?;
         let runs = found.iter().map(|r| r.name.clone()).collect();
@@ -74,6 +82,7 @@ impl RunStream {
             pending,
             tags: selection.tags.clone(),
             budget,
+            reading,
         })
     }
 
@@ -96,17 +105,21 @@ impl RunStream {
     /// it is larger), in name order; empty when every run has been read.
     pub fn next_batch(&mut self) -> Vec<StreamedRun> {
         let mut batch = Vec::new();
-        let mut bytes = 0u64;
+        let mut weight = 0u64;
+        let most = rayon::current_num_threads().max(1);
         while let Some(next) = self.pending.front() {
-            let fits = self.budget.is_none_or(|b| bytes + next.bytes <= b);
+            let more = self.weight(next);
+            let fits = self
+                .budget
+                .is_none_or(|b| weight + more <= b && batch.len() < most);
             if !batch.is_empty() && !fits {
                 break;
             }
-            bytes += next.bytes;
+            weight += more;
             batch.extend(self.pending.pop_front());
         }
         let runs: Vec<&RunFiles> = batch.iter().map(|l| &l.run).collect();
-        read_runs(&runs, self.tags.as_ref())
+        read_runs(&runs, self.tags.as_ref(), self.reading)
             .into_iter()
             .zip(&batch)
             .map(|(run, listed)| StreamedRun {
@@ -115,6 +128,18 @@ impl RunStream {
                 bytes: listed.bytes,
             })
             .collect()
+    }
+}
+
+impl RunStream {
+    /// What a run weighs against the budget while read: its bytes, or a share of
+    /// them for a run of one file read as profiles (one of several files is
+    /// merged with its buckets before it is profiled).
+    fn weight(&self, listed: &Listed) -> u64 {
+        match (self.reading, listed.run.files.len()) {
+            (Reading::Profiles, 1) => listed.bytes / PROFILED_SHARE,
+            _ => listed.bytes,
+        }
     }
 }
 
@@ -152,12 +177,14 @@ mod tests {
     fn runs_one_at_a_time_are_the_whole(logdir: &str) {
         let source = LogdirSource::One(fixtures().join(logdir));
         let whole = source.load(&Selection::default()).unwrap();
-        let all: Vec<Vec<StreamedRun>> = RunStream::open(&source, &Selection::default(), None)
-            .unwrap()
-            .collect();
+        let all: Vec<Vec<StreamedRun>> =
+            RunStream::open(&source, &Selection::default(), None, Reading::Series)
+                .unwrap()
+                .collect();
         assert_eq!(all.len(), 1);
         assert_eq!(names(&all[0]), whole.evidence.keys().collect::<Vec<_>>());
-        let stream = RunStream::open(&source, &Selection::default(), Some(1)).unwrap();
+        let stream =
+            RunStream::open(&source, &Selection::default(), Some(1), Reading::Series).unwrap();
         assert_eq!(stream.runs(), whole.runs);
         let (files, bytes) = (stream.files(), stream.bytes());
         let batches: Vec<Vec<StreamedRun>> = stream.collect();
@@ -186,7 +213,8 @@ mod tests {
             fs::copy(file, root.join(run).join("events.out.tfevents.1")).unwrap();
         }
         let source = LogdirSource::One(root.clone());
-        let mut stream = RunStream::open(&source, &Selection::default(), Some(1)).unwrap();
+        let mut stream =
+            RunStream::open(&source, &Selection::default(), Some(1), Reading::Series).unwrap();
         fs::remove_file(root.join("a/events.out.tfevents.1")).unwrap();
         let first = stream.next_batch();
         let report = &first[0].run.merged.reports[0];

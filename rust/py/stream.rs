@@ -11,7 +11,7 @@ use super::diagnose::{py_findings, FindingRecord};
 use super::records::{reports, series_records, FileReportRecord, SeriesRecord};
 use super::selection;
 use crate::diagnose::{diagnose_run, Finding, Options};
-use crate::logdir::load::LogdirSource;
+use crate::logdir::load::{LogdirSource, Reading};
 use crate::logdir::stream::{self, StreamedRun};
 
 /// One run of a stream: its name, its files' count and bytes when listed, what
@@ -70,12 +70,12 @@ impl RunRecord {
 /// order, read `budget_bytes` of files at a time (at least one run; None: all at once;
 /// default `READ_BUDGET_BYTES`).
 /// With `diagnose`, each run comes with its findings (`kinds` and `roles` as for
-/// `diagnose_series`); without `series`, its buckets are dropped once diagnosed.
+/// `diagnose_series`); without `series`, runs are read as step profiles, never
+/// holding their buckets, and come without series.
 #[pyclass(module = "histoscope._core")]
 pub struct RunStream {
     inner: stream::RunStream,
     options: Option<Options>,
-    keep_series: bool,
     ready: VecDeque<Ready>,
 }
 
@@ -101,11 +101,16 @@ impl RunStream {
         let options = Options::parse(kinds, roles.unwrap_or_default())?;
         let selection = selection(runs, tags);
         let source = LogdirSource::from(logdir);
-        let inner = py.detach(|| stream::RunStream::open(&source, &selection, budget_bytes))?;
+        let reading = if series {
+            Reading::Series
+        } else {
+            Reading::Profiles
+        };
+        let inner =
+            py.detach(|| stream::RunStream::open(&source, &selection, budget_bytes, reading))?;
         Ok(RunStream {
             inner,
             options: diagnose.then_some(options),
-            keep_series: series,
             ready: VecDeque::new(),
         })
     }
@@ -135,8 +140,8 @@ impl RunStream {
     fn __next__(mut slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<Option<RunRecord>> {
         if slf.ready.is_empty() {
             let this = &mut *slf;
-            let (inner, options, keep) = (&mut this.inner, this.options.as_ref(), this.keep_series);
-            let batch = py.detach(|| reduce(inner.next_batch(), options, keep));
+            let (inner, options) = (&mut this.inner, this.options.as_ref());
+            let batch = py.detach(|| diagnosed(inner.next_batch(), options));
             this.ready.extend(batch);
         }
         slf.ready
@@ -146,17 +151,14 @@ impl RunStream {
     }
 }
 
-/// Diagnoses each run of a batch where asked, dropping its buckets unless kept.
-fn reduce(batch: Vec<StreamedRun>, options: Option<&Options>, keep_series: bool) -> Vec<Ready> {
+/// Each run of a batch with its findings, where asked for, each run diagnosed on its own core.
+fn diagnosed(batch: Vec<StreamedRun>, options: Option<&Options>) -> Vec<Ready> {
     batch
         .into_par_iter()
-        .map(|mut streamed| {
+        .map(|streamed| {
             let findings = options
                 .map(|o| diagnose_run(&streamed.run, o))
                 .unwrap_or_default();
-            if !keep_series {
-                streamed.run.merged.series = Vec::new();
-            }
             Ready { streamed, findings }
         })
         .collect()
