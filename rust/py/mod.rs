@@ -1,5 +1,6 @@
 //! The Python bindings, `histoscope._core`: argument conversion and GIL release, nothing else.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
@@ -97,8 +98,8 @@ fn rebin_steps<'py>(
     extent: Option<(f64, f64)>,
 ) -> PyResult<RebinRecord> {
     check_bins(bins)?;
-    let flat = flat_steps(&steps)?;
-    let steps: Vec<&[f64]> = flat.iter().map(Vec::as_slice).collect();
+    let flat = step_slices(&steps)?;
+    let steps: Vec<&[f64]> = flat.iter().map(|s| &**s).collect();
     let r = py.detach(|| match extent {
         Some(extent) => rebin_over(&steps, Some(extent), bins),
         None => rebin(&steps, bins),
@@ -110,11 +111,13 @@ fn rebin_steps<'py>(
 /// an (n, 3) float64 array; None where there is none.
 #[pyfunction]
 fn bucket_extent(steps: Vec<PyReadonlyArray2<'_, f64>>) -> PyResult<Option<(f64, f64)>> {
-    let flat = flat_steps(&steps)?;
-    Ok(extent(&flat.iter().map(Vec::as_slice).collect::<Vec<_>>()))
+    let flat = step_slices(&steps)?;
+    Ok(extent(&flat.iter().map(|s| &**s).collect::<Vec<_>>()))
 }
 
-fn flat_steps(steps: &[PyReadonlyArray2<'_, f64>]) -> PyResult<Vec<Vec<f64>>> {
+/// Each step's buckets as one slice: read in place where the array is in row order
+/// (a step of a series' flat buckets is), else copied in row order.
+fn step_slices<'a>(steps: &'a [PyReadonlyArray2<'_, f64>]) -> PyResult<Vec<Cow<'a, [f64]>>> {
     steps
         .iter()
         .map(|a| {
@@ -123,7 +126,10 @@ fn flat_steps(steps: &[PyReadonlyArray2<'_, f64>]) -> PyResult<Vec<Vec<f64>>> {
                     "each step must be an (n, 3) array of buckets",
                 ));
             }
-            Ok(a.as_array().iter().copied().collect())
+            Ok(match a.as_array().to_slice() {
+                Some(slice) => Cow::Borrowed(slice),
+                None => Cow::Owned(a.as_array().iter().copied().collect()),
+            })
         })
         .collect()
 }

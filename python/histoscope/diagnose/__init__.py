@@ -120,11 +120,11 @@ def diagnose(
     ``activations/`` keys of ``run.watch``); ``roles`` maps keys, histogram or
     scalar, to a role of `ROLES` where the name does not say it.
 
-    Local log directories are read a few runs at a time (at most
-    ``_core.READ_BUDGET_BYTES`` of files, or one larger run) and each run is
-    reduced to its findings before the next is read, so that memory follows
-    the largest run, not the directory. On ``progress``, if it is a terminal,
-    a one-line progress is drawn as runs are read.
+    Local log directories are read a few runs at a time, each step reduced to
+    the profile the rules read as it is decoded and each run to its findings
+    before the next is read, so that memory follows the largest run, not the
+    directory. On ``progress``, if it is a terminal, a one-line progress is
+    drawn as runs are read.
 
     Example:
         >>> import histoscope
