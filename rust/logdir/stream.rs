@@ -3,6 +3,9 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fs;
+use std::panic;
+use std::sync::mpsc::{self, Receiver};
+use std::thread::{self, JoinHandle};
 
 use crate::logdir::discover::{LogdirError, RunFiles};
 use crate::logdir::load::{read_runs, LoadedRun, LogdirSource, Reading, Selection};
@@ -152,6 +155,50 @@ impl Iterator for RunStream {
     }
 }
 
+/// A stream's batches read and reduced on a thread of their own, one batch ahead of
+/// whoever takes them: reading the next batch overlaps the work on the one before,
+/// at the cost of holding two.
+pub struct Prefetched<T> {
+    batches: Receiver<T>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> Prefetched<T> {
+    /// Starts reading `stream`, each batch handed to `reduce` on the reading thread.
+    pub fn start(
+        mut stream: RunStream,
+        reduce: impl Fn(Vec<StreamedRun>) -> T + Send + 'static,
+    ) -> Self {
+        // A rendezvous: the reader holds one reduced batch until it is taken.
+        let (sender, batches) = mpsc::sync_channel(0);
+        let reader = thread::spawn(move || {
+            for batch in stream.by_ref() {
+                if sender.send(reduce(batch)).is_err() {
+                    break; // Nobody takes batches any more.
+                }
+            }
+        });
+        Prefetched {
+            batches,
+            reader: Some(reader),
+        }
+    }
+
+    /// The next batch, reduced; None once every run has been read. A panic of the
+    /// reading thread is raised here.
+    pub fn next_batch(&mut self) -> Option<T> {
+        match self.batches.recv() {
+            Ok(batch) => Some(batch),
+            Err(_) => {
+                if let Some(Err(panic)) = self.reader.take().map(JoinHandle::join) {
+                    panic::resume_unwind(panic);
+                }
+                None
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
@@ -200,6 +247,33 @@ mod tests {
         );
         let reports: Vec<_> = runs.iter().flat_map(|r| &r.run.merged.reports).collect();
         assert_eq!(reports, whole.reports.iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn prefetched_batches_come_in_order_and_all_of_them() {
+        let source = LogdirSource::One(fixtures().join("nested"));
+        let open = || RunStream::open(&source, &Selection::default(), Some(1), Reading::Series);
+        let expected: Vec<Vec<String>> = open()
+            .unwrap()
+            .map(|b| b.into_iter().map(|r| r.run.name).collect())
+            .collect();
+        assert!(expected.len() > 1);
+        let mut prefetched = Prefetched::start(open().unwrap(), |batch| {
+            batch.into_iter().map(|r| r.run.name).collect::<Vec<_>>()
+        });
+        let got: Vec<Vec<String>> = std::iter::from_fn(|| prefetched.next_batch()).collect();
+        assert_eq!(got, expected);
+        assert_eq!(prefetched.next_batch(), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "reducing failed")]
+    fn a_panic_while_reading_ahead_reaches_the_taker() {
+        let source = LogdirSource::One(fixtures().join("nested"));
+        let stream = RunStream::open(&source, &Selection::default(), None, Reading::Series);
+        let mut prefetched =
+            Prefetched::start(stream.unwrap(), |_| -> () { panic!("reducing failed") });
+        prefetched.next_batch();
     }
 
     #[test]

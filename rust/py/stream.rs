@@ -1,7 +1,8 @@
 //! `RunStream`: a log directory's runs handed to Python one by one, read a byte budget at a
-//! time, each diagnosed (and its buckets dropped) as it is read when asked.
+//! time, a batch ahead, each diagnosed as it is read when asked.
 
 use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use rayon::prelude::*;
@@ -12,7 +13,7 @@ use super::records::{reports, series_records, FileReportRecord, SeriesRecord};
 use super::selection;
 use crate::diagnose::{diagnose_run, Finding, Options};
 use crate::logdir::load::{LogdirSource, Reading};
-use crate::logdir::stream::{self, StreamedRun};
+use crate::logdir::stream::{self, Prefetched, StreamedRun};
 
 /// One run of a stream: its name, its files' count and bytes when listed, what
 /// reading them reported, what restarts superseded, its series (empty unless
@@ -72,11 +73,15 @@ impl RunRecord {
 /// With `diagnose`, each run comes with its findings (`kinds` and `roles` as for
 /// `diagnose_series`); without `series`, runs are read as step profiles, never
 /// holding their buckets, and come without series.
+/// The next batch is read while Python works on the one before: two batches at most
+/// are held.
 #[pyclass(module = "histoscope._core")]
 pub struct RunStream {
-    inner: stream::RunStream,
-    options: Option<Options>,
+    batches: Mutex<Prefetched<Vec<Ready>>>,
     ready: VecDeque<Ready>,
+    runs: Vec<String>,
+    files: usize,
+    bytes: u64,
 }
 
 #[pymethods]
@@ -108,29 +113,34 @@ impl RunStream {
         };
         let inner =
             py.detach(|| stream::RunStream::open(&source, &selection, budget_bytes, reading))?;
+        let (runs, files, bytes) = (inner.runs().to_vec(), inner.files(), inner.bytes());
+        let options = diagnose.then_some(options);
+        let batches = Prefetched::start(inner, move |batch| diagnosed(batch, options.as_ref()));
         Ok(RunStream {
-            inner,
-            options: diagnose.then_some(options),
+            batches: Mutex::new(batches),
             ready: VecDeque::new(),
+            runs,
+            files,
+            bytes,
         })
     }
 
     /// Every run found, with or without histograms, sorted by name.
     #[getter]
     fn runs(&self) -> Vec<String> {
-        self.inner.runs().to_vec()
+        self.runs.clone()
     }
 
     /// How many events files the selected runs have.
     #[getter]
     fn files(&self) -> usize {
-        self.inner.files()
+        self.files
     }
 
     /// The bytes of the selected runs' files when listed.
     #[getter]
     fn bytes(&self) -> u64 {
-        self.inner.bytes()
+        self.bytes
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -139,10 +149,12 @@ impl RunStream {
 
     fn __next__(mut slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<Option<RunRecord>> {
         if slf.ready.is_empty() {
-            let this = &mut *slf;
-            let (inner, options) = (&mut this.inner, this.options.as_ref());
-            let batch = py.detach(|| diagnosed(inner.next_batch(), options));
-            this.ready.extend(batch);
+            let batches = slf
+                .batches
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner);
+            let batch = py.detach(|| batches.next_batch());
+            slf.ready.extend(batch.into_iter().flatten());
         }
         slf.ready
             .pop_front()
