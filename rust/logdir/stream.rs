@@ -10,8 +10,9 @@ use std::thread::{self, JoinHandle};
 use crate::logdir::discover::{LogdirError, RunFiles};
 use crate::logdir::load::{read_runs, LoadedRun, LogdirSource, Reading, Selection};
 
-/// The bytes of files read at once by default: with decoded buckets taking about
-/// one and a half times their bytes on disk, a quarter of a GB of memory.
+/// The bytes of files held at once by default (a batch read ahead while the one
+/// before is worked on, half of it each): with decoded buckets taking about one
+/// and a half times their bytes on disk, a quarter of a GB of memory.
 pub const DEFAULT_BUDGET: u64 = 160 << 20;
 
 /// A run of one file read as profiles holds a profile (about a hundred bytes) per

@@ -68,13 +68,12 @@ impl RunRecord {
 }
 
 /// The selected runs of a log directory (a path, or `(name, path)` pairs), in name
-/// order, read `budget_bytes` of files at a time (at least one run; None: all at once;
-/// default `READ_BUDGET_BYTES`).
+/// order, holding `budget_bytes` of files at a time (two batches of half of it, or
+/// of one larger run each; None: all at once; default `READ_BUDGET_BYTES`).
 /// With `diagnose`, each run comes with its findings (`kinds` and `roles` as for
 /// `diagnose_series`); without `series`, runs are read as step profiles, never
-/// holding their buckets, and come without series.
-/// The next batch is read while Python works on the one before: two batches at most
-/// are held.
+/// holding their buckets, and come without series. The next batch is read while
+/// Python works on the one before.
 #[pyclass(module = "histoscope._core")]
 pub struct RunStream {
     batches: Mutex<Prefetched<Vec<Ready>>>,
@@ -111,8 +110,10 @@ impl RunStream {
         } else {
             Reading::Profiles
         };
+        // Two batches are held at once, the one Python works on and the next.
+        let per_batch = budget_bytes.map(|b| b / 2);
         let inner =
-            py.detach(|| stream::RunStream::open(&source, &selection, budget_bytes, reading))?;
+            py.detach(|| stream::RunStream::open(&source, &selection, per_batch, reading))?;
         let (runs, files, bytes) = (inner.runs().to_vec(), inner.files(), inner.bytes());
         let options = diagnose.then_some(options);
         let batches = Prefetched::start(inner, move |batch| diagnosed(batch, options.as_ref()));
