@@ -106,3 +106,32 @@ def test_nonfinite_buckets_are_counted_not_binned() -> None:
     lost_count = rebinned.nonfinite_count
     assert (lost, lost_count) == (2, 7.0)
     assert counts.tolist() == [[1.0, 1.0]]
+
+
+@given(steps_strategy, st.integers(0, 5), st.integers(1, 40))
+@settings(max_examples=200, deadline=None)
+def test_steps_rebinned_apart_over_their_joint_extent_are_them_rebinned_together(
+    steps: list[np.ndarray], split: int, bins: int
+) -> None:
+    """How the report rebins a key run by run: each part over the extent of all."""
+    together = _core.rebin(steps, bins)
+    parts = [steps[:split], steps[split:]]
+    extents = [e for e in (_core.bucket_extent(p) for p in parts) if e is not None]
+    joint = (min(e[0] for e in extents), max(e[1] for e in extents)) if extents else None
+    apart = [_core.rebin(p, bins, joint) for p in parts]
+    assert all(np.array_equal(r.edges, together.edges) for r in apart)
+    assert np.array_equal(np.concatenate([r.counts for r in apart]), together.counts)
+
+
+@given(steps_strategy)
+@settings(max_examples=100, deadline=None)
+def test_any_memory_order_of_the_buckets_reads_alike(steps: list[np.ndarray]) -> None:
+    orders = [
+        steps,
+        [np.asfortranarray(s) for s in steps],
+        [np.repeat(s, 2, axis=0)[::2] for s in steps],
+    ]
+    extents = {_core.bucket_extent(o) for o in orders}
+    assert len(extents) == 1
+    counts = [_core.rebin(o, 7).counts for o in orders]
+    assert all(np.array_equal(c, counts[0]) for c in counts)

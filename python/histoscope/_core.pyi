@@ -130,7 +130,10 @@ def read_charts(
     runs: list[str] | None = None,
     tags: list[str] | None = None,
 ) -> ChartsRecord: ...
-def rebin(steps: list[_F64], bins: int) -> RebinRecord: ...
+def rebin(
+    steps: list[_F64], bins: int, extent: tuple[float, float] | None = None
+) -> RebinRecord: ...
+def bucket_extent(steps: list[_F64]) -> tuple[float, float] | None: ...
 def thin_indices(n: int, max_steps: int | None) -> _I64: ...
 def histogram(
     values: npt.NDArray[np.generic],
@@ -289,18 +292,41 @@ class FindingRecord:
     @property
     def message(self) -> str: ...
 
-@final
-class DiagnosisRecord:
-    findings: Final[list[FindingRecord]]
-    reports: Final[list[FileReport]]
+READ_BUDGET_BYTES: int
 
-def diagnose_logdir(
-    logdir: _Logdirs,
-    kinds: list[str] | None = None,
-    roles: list[tuple[str, str]] | None = None,
-    runs: list[str] | None = None,
-    tags: list[str] | None = None,
-) -> DiagnosisRecord: ...
+@final
+class RunRecord:
+    run: Final[str]
+    files: Final[int]
+    bytes: Final[int]
+    reports: Final[list[FileReport]]
+    superseded: Final[int]
+    series: Final[list[SeriesRecord]]
+    findings: Final[list[FindingRecord]]
+
+@final
+class RunStream:
+    def __new__(
+        cls,
+        logdir: _Logdirs,
+        *,
+        runs: list[str] | None = None,
+        tags: list[str] | None = None,
+        budget_bytes: int | None = ...,
+        diagnose: bool = False,
+        kinds: list[str] | None = None,
+        roles: list[tuple[str, str]] | None = None,
+        series: bool = True,
+    ) -> RunStream: ...
+    @property
+    def runs(self) -> list[str]: ...
+    @property
+    def files(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> RunRecord: ...
+
 def zero_shares(series: SeriesRecord) -> _F64: ...
 def diagnose_series(
     series: list[SeriesRecord],

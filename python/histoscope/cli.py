@@ -108,7 +108,7 @@ def _report(args: argparse.Namespace) -> int:
     """Writes the offline HTML report of a log directory."""
     from .view.report import write_report
 
-    path = write_report(args.logdir, args.output, max_steps=args.max_steps)
+    path = write_report(args.logdir, args.output, max_steps=args.max_steps, progress=sys.stderr)
     size = path.stat().st_size
     print(f"wrote {path} ({size / 1e6:.1f} MB); open it in a browser, no server needed")
     return 0
@@ -128,7 +128,7 @@ def _check(args: argparse.Namespace) -> int:
     """Diagnoses a log directory; exit status 1 when a warning or error was found, else 0."""
     from .diagnose import diagnose
 
-    findings = diagnose(args.logdir, kinds=args.kinds)
+    findings = diagnose(args.logdir, kinds=args.kinds, progress=sys.stderr)
     if args.json:
         json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
         print()

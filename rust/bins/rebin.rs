@@ -22,8 +22,14 @@ pub struct Rebinned {
 /// the overlap; a zero-width bucket gives its whole count to the bin that
 /// holds it, the last bin closed as in `numpy.histogram`.
 pub fn rebin(steps: &[&[f64]], bins: usize) -> Rebinned {
+    rebin_over(steps, extent(steps), bins)
+}
+
+/// [`rebin`] onto the bins of `extent`, the [`extent`] of these steps and maybe
+/// of others, so that steps read apart (one run at a time) share one set of bins.
+pub fn rebin_over(steps: &[&[f64]], extent: Option<(f64, f64)>, bins: usize) -> Rebinned {
     assert!(bins >= 1, "bins must be at least 1");
-    let (lo, hi) = span(steps);
+    let (lo, hi) = span(extent);
     let grid = Grid::new(lo, hi, bins);
     let mut out = Rebinned {
         edges: (0..=bins).map(|j| grid.edge(j)).collect(),
@@ -50,10 +56,10 @@ pub fn rebin(steps: &[&[f64]], bins: usize) -> Rebinned {
     out
 }
 
-/// The smallest and largest edge of every non-empty finite bucket, widened
-/// where too narrow for distinct edges as binning widens it; no data at all
-/// is taken as a constant 0.
-fn span(steps: &[&[f64]]) -> (f64, f64) {
+/// The smallest and largest edge of every non-empty finite bucket of `steps`;
+/// None where there is none. The extent of several sets of steps is the
+/// smallest of their smallest edges and the largest of their largest.
+pub fn extent(steps: &[&[f64]]) -> Option<(f64, f64)> {
     let mut lo = f64::INFINITY;
     let mut hi = f64::NEG_INFINITY;
     for bucket in steps.iter().flat_map(|s| s.chunks_exact(3)) {
@@ -63,10 +69,15 @@ fn span(steps: &[&[f64]]) -> (f64, f64) {
             hi = hi.max(left.max(right));
         }
     }
-    if lo > hi {
-        widen(0.0)
-    } else {
-        default_range(lo, hi)
+    (lo <= hi).then_some((lo, hi))
+}
+
+/// An extent widened where too narrow for distinct edges as binning widens
+/// it; no data at all is taken as a constant 0.
+fn span(extent: Option<(f64, f64)>) -> (f64, f64) {
+    match extent {
+        Some((lo, hi)) => default_range(lo, hi),
+        None => widen(0.0),
     }
 }
 
@@ -150,6 +161,28 @@ mod tests {
         let r = rebin(&[&step], 3);
         assert_eq!(r.edges, vec![0.0, 1.0, 2.0, 3.0]);
         assert_eq!(r.counts, vec![4.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn steps_rebinned_apart_over_their_joint_extent_match_them_rebinned_together() {
+        let a = [0.0, 1.0, 4.0, 1.0, 3.0, 2.0, f64::NAN, 9.0, 1.0];
+        let b = [-2.5, -1.0, 3.0, 7.0, 8.0, 0.0];
+        let c: [f64; 0] = [];
+        let together = rebin(&[&a, &b, &c], 7);
+        let joint = [extent(&[&a]), extent(&[&b]), extent(&[&c])]
+            .into_iter()
+            .flatten()
+            .reduce(|x, y| (x.0.min(y.0), x.1.max(y.1)));
+        assert_eq!(joint, Some((-2.5, 3.0)));
+        assert_eq!(extent(&[&c]), None);
+        let apart: Vec<Rebinned> = [&a[..], &b, &c]
+            .iter()
+            .map(|s| rebin_over(&[s], joint, 7))
+            .collect();
+        assert!(apart.iter().all(|r| r.edges == together.edges));
+        let counts: Vec<f64> = apart.iter().flat_map(|r| r.counts.clone()).collect();
+        assert_eq!(counts, together.counts);
+        assert_eq!(rebin_over(&[&c], None, 2), rebin(&[&c], 2));
     }
 
     #[test]

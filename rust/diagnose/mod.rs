@@ -29,11 +29,12 @@ use thiserror::Error;
 
 pub use optimizer::OptimizerKind;
 pub use roles::{role_of, Role};
-pub use series::{SeriesView, StepBuckets};
+pub use series::{SeriesKey, SeriesView, StepBuckets};
 
 use crate::histograms::profile::{profile, StepProfile};
 use crate::histograms::series::Series;
 pub use crate::logdir::evidence::RunEvidence;
+use crate::logdir::load::LoadedRun;
 use runs::RunSummary;
 
 /// Each run's evidence besides histograms, by run name.
@@ -184,6 +185,18 @@ pub fn diagnose_loaded(series: &[Series], evidence: &Evidence, options: &Options
     diagnose(&views, evidence, options)
 }
 
+/// [`diagnose`] of one run read alone: its findings are those a whole log
+/// directory gives for it, since every rule compares a series only with its own run's.
+pub fn diagnose_run(run: &LoadedRun, options: &Options) -> Vec<Finding> {
+    let evidence = Evidence::from([(run.name.clone(), run.evidence.clone())]);
+    if run.profiled.is_empty() {
+        return diagnose_loaded(&run.merged.series, &evidence, options);
+    }
+    let keys: Vec<SeriesKey<'_>> = run.profiled.iter().map(SeriesKey::from).collect();
+    let profiles: Vec<&[StepProfile]> = run.profiled.iter().map(|s| &s.profiles[..]).collect();
+    diagnose_profiled(&keys, &profiles, &evidence, options)
+}
+
 /// [`diagnose`] of series handed in as arrays, each first checked to fit together.
 pub fn diagnose_checked(
     series: &[SeriesView<'_>],
@@ -207,8 +220,20 @@ pub fn diagnose(series: &[SeriesView<'_>], evidence: &Evidence, options: &Option
                 .collect()
         })
         .collect();
+    let keys: Vec<SeriesKey<'_>> = series.iter().map(SeriesView::key).collect();
+    let profiles: Vec<&[StepProfile]> = profiles.iter().map(Vec::as_slice).collect();
+    diagnose_profiled(&keys, &profiles, evidence, options)
+}
+
+/// [`diagnose`] of series whose steps are already profiled (`profiles[i]` those of `series[i]`).
+pub fn diagnose_profiled(
+    series: &[SeriesKey<'_>],
+    profiles: &[&[StepProfile]],
+    evidence: &Evidence,
+    options: &Options,
+) -> Vec<Finding> {
     let roles: Vec<Role> = series.iter().map(|s| options.role(s.tag)).collect();
-    let runs = RunSummary::of(series, &profiles, &roles, evidence, options);
+    let runs = RunSummary::of(series, profiles, &roles, evidence, options);
     let histograms = (0..series.len()).into_par_iter().flat_map_iter(|i| {
         let s = &series[i];
         let summary = &runs[s.run];
@@ -217,11 +242,11 @@ pub fn diagnose(series: &[SeriesView<'_>], evidence: &Evidence, options: &Option
             key: s.tag,
             role: roles[i],
             steps: s.steps,
-            profiles: &profiles[i],
+            profiles: profiles[i],
             reference: summary.reference(i, s.steps, series),
-            weight_of_bias: summary.weight_of_bias(s.tag, s.steps, series, &profiles),
+            weight_of_bias: summary.weight_of_bias(s.tag, s.steps, series, profiles),
             parameter_stopped: (roles[i] == Role::Gradient)
-                .then(|| summary.parameter_stopped(s.tag, s.steps, series, &profiles))
+                .then(|| summary.parameter_stopped(s.tag, s.steps, series, profiles))
                 .flatten(),
             run_last_step: summary.last_step,
             run_interval: summary.interval,

@@ -7,7 +7,7 @@ use super::optimizer::OptimizerKind;
 use super::roles::{layer_kind, tensor_name, LayerKind};
 use super::rules::median;
 use super::scalars::{run_loss_evidence, LossEvidence};
-use super::{Evidence, Options, Role, SeriesView};
+use super::{Evidence, Options, Role, SeriesKey};
 use crate::histograms::profile::StepProfile;
 use crate::logdir::evidence::RunEvidence;
 
@@ -58,8 +58,8 @@ impl RunSummary {
     }
 
     pub fn of<'a>(
-        series: &[SeriesView<'a>],
-        profiles: &[Vec<StepProfile>],
+        series: &[SeriesKey<'a>],
+        profiles: &[&[StepProfile]],
         roles: &[Role],
         evidence: &Evidence,
         options: &Options,
@@ -77,7 +77,7 @@ impl RunSummary {
                 intervals.entry(s.run).or_default().push(interval);
             }
             match roles[i] {
-                Role::Gradient => run.add_gradient(i, s, &profiles[i]),
+                Role::Gradient => run.add_gradient(i, s, profiles[i]),
                 Role::Parameter => {
                     run.parameters.insert(tensor_name(s.tag), i);
                 }
@@ -92,7 +92,7 @@ impl RunSummary {
         runs
     }
 
-    fn add_gradient(&mut self, i: usize, s: &SeriesView<'_>, profiles: &[StepProfile]) {
+    fn add_gradient(&mut self, i: usize, s: &SeriesKey<'_>, profiles: &[StepProfile]) {
         self.gradients.insert(s.tag.to_owned(), i);
         let tops = self.gradient_top.entry(layer_kind(s.tag)).or_default();
         for (&step, p) in s.steps.iter().zip(profiles) {
@@ -119,8 +119,8 @@ impl RunSummary {
         &self,
         key: &str,
         steps: &[i64],
-        series: &[SeriesView<'a>],
-        profiles: &[Vec<StepProfile>],
+        series: &[SeriesKey<'a>],
+        profiles: &[&[StepProfile]],
     ) -> Option<(&'a str, Vec<Option<f64>>)> {
         let words: Vec<&str> = key
             .split_inclusive(['/', '.', '_', '-', ' ', ':'])
@@ -137,7 +137,7 @@ impl RunSummary {
         let scales: HashMap<i64, f64> = series[j]
             .steps
             .iter()
-            .zip(&profiles[j])
+            .zip(profiles[j])
             .filter(|(_, p)| p.has_values())
             .map(|(&step, p)| (step, p.scale()))
             .collect();
@@ -153,7 +153,7 @@ impl RunSummary {
         &self,
         i: usize,
         steps: &[i64],
-        series: &[SeriesView<'a>],
+        series: &[SeriesKey<'a>],
     ) -> Vec<Option<(f64, &'a str)>> {
         let tops = self.gradient_top.get(&layer_kind(series[i].tag));
         steps
@@ -174,8 +174,8 @@ impl RunSummary {
         &self,
         key: &str,
         steps: &[i64],
-        series: &[SeriesView<'_>],
-        profiles: &[Vec<StepProfile>],
+        series: &[SeriesKey<'_>],
+        profiles: &[&[StepProfile]],
     ) -> Option<Vec<bool>> {
         let j = *self.parameters.get(&tensor_name(key))?;
         let mut stopped_at: HashMap<i64, bool> = HashMap::new();

@@ -1,5 +1,6 @@
 //! One series as the rules read it: borrowed from a loaded log directory or from arrays.
 
+use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::series::Series;
 use crate::histograms::stats::Stats;
 
@@ -37,6 +38,34 @@ impl<'a> From<&'a Series> for SeriesView<'a> {
                 offsets: &s.offsets,
             },
             stats: &s.stats,
+        }
+    }
+}
+
+/// What the rules read of a series besides its steps' profiles: its names and steps.
+#[derive(Debug, Clone, Copy)]
+pub struct SeriesKey<'a> {
+    pub run: &'a str,
+    pub tag: &'a str,
+    pub steps: &'a [i64],
+}
+
+impl<'a> From<&'a ProfiledSeries> for SeriesKey<'a> {
+    fn from(s: &'a ProfiledSeries) -> Self {
+        SeriesKey {
+            run: &s.run,
+            tag: &s.tag,
+            steps: &s.steps,
+        }
+    }
+}
+
+impl<'a> SeriesView<'a> {
+    pub fn key(&self) -> SeriesKey<'a> {
+        SeriesKey {
+            run: self.run,
+            tag: self.tag,
+            steps: self.steps,
         }
     }
 }

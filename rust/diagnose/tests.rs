@@ -1,6 +1,7 @@
 //! The rules on series built in the test, one behaviour each.
 
 use super::*;
+use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::series::Series;
 use crate::histograms::stats::Stats;
 use crate::logdir::evidence::ScalarSeries;
@@ -411,4 +412,100 @@ fn a_nan_scalar_is_nonfinite_and_a_loss_role_can_be_given() {
     assert_eq!(found.len(), 1);
     let options = Options::parse(Some(vec!["dead".into()]), vec![]).unwrap();
     assert_eq!(run_with(&[], &ev, &options), vec![]);
+}
+
+/// Findings of `runs` diagnosed one by one, in order, as a stream gives them.
+fn run_by_run(runs: &[LoadedRun], options: &Options) -> Vec<Finding> {
+    runs.iter().flat_map(|r| diagnose_run(r, options)).collect()
+}
+
+#[test]
+fn runs_diagnosed_one_by_one_find_what_the_whole_finds() {
+    use crate::logdir::load::{LogdirSource, Reading, Selection};
+    use crate::logdir::stream::RunStream;
+
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for logdir in [
+        "nested",
+        "restart",
+        "corrupt",
+        "keras_fit",
+        "torch_writer",
+        "tf2_summary",
+    ] {
+        let source = LogdirSource::One(fixtures.join(logdir));
+        let whole = source.load(&Selection::default()).unwrap();
+        let options = Options::default();
+        let expected = diagnose_loaded(&whole.series, &whole.evidence, &options);
+        for reading in [Reading::Series, Reading::Profiles] {
+            let stream = RunStream::open(&source, &Selection::default(), Some(1), reading).unwrap();
+            let runs: Vec<LoadedRun> = stream.flatten().map(|s| s.run).collect();
+            if reading == Reading::Profiles {
+                assert!(runs.iter().all(|r| r.merged.series.is_empty()));
+            } else {
+                assert!(runs.iter().all(|r| r.profiled.is_empty()));
+            }
+            assert_eq!(
+                run_by_run(&runs, &options),
+                expected,
+                "{logdir} as {reading:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn planted_problems_are_found_alike_run_by_run() {
+    let planted = [
+        vec![
+            series("a", "gradients/0.weight", &STEPS, &[1e-9; 10]),
+            series("a", "gradients/1.weight", &STEPS, &[1e-2; 10]),
+            series("a", "gradients/0.bias", &STEPS, &[1e-12; 10]),
+        ],
+        vec![
+            series("b", "gradients/a", &STEPS[..4], &[0.1; 4]),
+            series("b", "gradients/b", &STEPS, &[0.1; 10]),
+            series("b", "parameters/b", &STEPS, &[0.1; 10]),
+        ],
+        vec![series(
+            "c",
+            "parameters/w",
+            &STEPS,
+            &[0.1, 0.1, 0.1, 1.0, 10.0, 1e3, 1e5, 1e8, 1e9, 1e10],
+        )],
+    ];
+    let mut evidence = evidence("b", &[("loss", vec![1.0, 1.0, 9.0, 9.0, f64::NAN])], &[]);
+    evidence.insert("d".into(), RunEvidence::default());
+    let runs: Vec<LoadedRun> = ["a", "b", "c", "d"]
+        .iter()
+        .zip(planted.iter().cloned().chain([vec![]]))
+        .map(|(name, series)| LoadedRun {
+            name: (*name).to_owned(),
+            merged: crate::logdir::merge::MergedRun {
+                series,
+                ..Default::default()
+            },
+            profiled: Vec::new(),
+            evidence: evidence.get(*name).cloned().unwrap_or_default(),
+        })
+        .collect();
+    let profiled: Vec<LoadedRun> = runs
+        .iter()
+        .map(|r| LoadedRun {
+            name: r.name.clone(),
+            merged: Default::default(),
+            profiled: r.merged.series.iter().map(ProfiledSeries::of).collect(),
+            evidence: r.evidence.clone(),
+        })
+        .collect();
+    let all: Vec<Series> = planted.concat();
+    for options in [
+        Options::default(),
+        Options::parse(Some(vec!["vanishing".into()]), vec![]).unwrap(),
+    ] {
+        let whole = diagnose_loaded(&all, &evidence, &options);
+        assert!(whole.len() >= 2, "the planted problems are found");
+        assert_eq!(run_by_run(&runs, &options), whole);
+        assert_eq!(run_by_run(&profiled, &options), whole);
+    }
 }

@@ -4,5 +4,6 @@ pub mod data_compat;
 pub mod float16;
 pub mod huge_pages;
 pub mod profile;
+pub mod profiled;
 pub mod series;
 pub mod stats;

@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::histograms::profile::profile;
+use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::series::Series;
 use crate::logdir::discover::{discover_runs, qualified_runs, LogdirError, RunFiles};
 use crate::logdir::evidence::{Evidenced, Mark, RunEvidence};
-use crate::logdir::merge::{merge_run, MergedRun};
+use crate::logdir::merge::{merge_run, Merged, MergedRun};
 use crate::read::event_file::{
     read_event_file_into, Entry, FileContents, PointView, Sink, HISTOGRAM_PLUGIN,
 };
@@ -45,12 +47,26 @@ pub enum LogdirSource {
 }
 
 impl LogdirSource {
+    /// Finds the runs of the log directory, or of all of them as one, sorted by name.
+    pub fn discover(&self) -> Result<Vec<RunFiles>, LogdirError> {
+        match self {
+            LogdirSource::One(path) => discover_runs(path),
+            LogdirSource::Several(logdirs) => discover_several(logdirs),
+        }
+    }
+
     /// Reads the selected runs of the log directory, or of all of them as one.
     pub fn load(&self, selection: &Selection) -> Result<Logdir, LogdirError> {
-        match self {
-            LogdirSource::One(path) => load_logdir(path, selection),
-            LogdirSource::Several(logdirs) => load_logdirs(logdirs, selection),
-        }
+        Ok(load_runs(self.discover()?, selection))
+    }
+}
+
+impl Selection {
+    /// Whether the run named `name` is to be read.
+    pub fn wants_run(&self, name: &str) -> bool {
+        self.runs
+            .as_ref()
+            .is_none_or(|wanted| wanted.contains(name))
     }
 }
 
@@ -67,29 +83,67 @@ pub fn load_logdirs(
     logdirs: &[(String, PathBuf)],
     selection: &Selection,
 ) -> Result<Logdir, LogdirError> {
+    Ok(load_runs(discover_several(logdirs)?, selection))
+}
+
+/// The runs of several log directories, named `name/run`, sorted by name.
+fn discover_several(logdirs: &[(String, PathBuf)]) -> Result<Vec<RunFiles>, LogdirError> {
     let mut found = Vec::new();
     for (name, path) in logdirs {
         found.extend(qualified_runs(discover_runs(path)?, Some(name)));
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(load_runs(found, selection))
+    Ok(found)
 }
 
 fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
     let runs: Vec<String> = found.iter().map(|r| r.name.clone()).collect();
     let chosen: Vec<&RunFiles> = found
         .iter()
-        .filter(|r| {
-            selection
-                .runs
-                .as_ref()
-                .is_none_or(|wanted| wanted.contains(&r.name))
-        })
+        .filter(|r| selection.wants_run(&r.name))
         .collect();
-    let tags = selection.tags.as_ref();
+    let mut out = Logdir {
+        runs,
+        ..Default::default()
+    };
+    for run in read_runs(&chosen, selection.tags.as_ref(), Reading::Series) {
+        out.add(&run.name, run.merged);
+        out.evidence.insert(run.name, run.evidence);
+    }
+    out
+}
+
+/// One run read: its series, the reports of its files, what restarts
+/// superseded, and the scalars and optimizer read in the same pass.
+#[derive(Debug, Default)]
+pub struct LoadedRun {
+    pub name: String,
+    /// Its series, buckets and all; empty where read as [`Reading::Profiles`].
+    pub merged: MergedRun,
+    /// Its series as step profiles, where read as [`Reading::Profiles`].
+    pub profiled: Vec<ProfiledSeries>,
+    pub evidence: RunEvidence,
+}
+
+/// What a run's series are read into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Every step's buckets, as stored.
+    Series,
+    /// Every step's profile alone, as diagnosis reads it: a run of one file is
+    /// profiled as it is decoded, and never holds its buckets.
+    Profiles,
+}
+
+/// Reads `runs`, in their order, every events file of all of them on its own core.
+pub fn read_runs(
+    runs: &[&RunFiles],
+    tags: Option<&HashSet<String>>,
+    reading: Reading,
+) -> Vec<LoadedRun> {
     // A run of one file (the usual case) is decoded straight into its series;
     // a run of several is read file by file in parallel, then replayed in order.
-    let jobs: Vec<(usize, Option<&Path>)> = chosen
+    let jobs: Vec<(usize, Option<&Path>)> = runs
         .iter()
         .enumerate()
         .flat_map(|(i, r)| match r.files.as_slice() {
@@ -105,33 +159,56 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
                 (i, Done::File(file), marks)
             }
             None => {
-                let run = chosen[i];
-                let (merged, marks) = read_single_file_run(&run.name, &run.files[0], tags);
-                (i, Done::Run(merged), marks)
+                let run = runs[i];
+                let (run, path) = (run.name.as_str(), run.files[0].as_path());
+                match reading {
+                    Reading::Series => {
+                        let (merged, marks) = read_single_file_run::<Series>(run, path, tags);
+                        (i, Done::Run(merged), marks)
+                    }
+                    Reading::Profiles => {
+                        let (profiled, marks) = read_single_file_run(run, path, tags);
+                        (i, Done::Profiled(profiled), marks)
+                    }
+                }
             }
         })
         .collect();
-    let mut per_run: Vec<Vec<FileContents>> = chosen.iter().map(|_| Vec::new()).collect();
-    let mut finished: Vec<Option<MergedRun>> = chosen.iter().map(|_| None).collect();
-    let mut marks: Vec<Vec<Vec<Mark>>> = chosen.iter().map(|_| Vec::new()).collect();
+    let mut per_run: Vec<Vec<FileContents>> = runs.iter().map(|_| Vec::new()).collect();
+    let mut finished: Vec<Option<Done>> = runs.iter().map(|_| None).collect();
+    let mut marks: Vec<Vec<Vec<Mark>>> = runs.iter().map(|_| Vec::new()).collect();
     for (i, result, file_marks) in done {
         marks[i].push(file_marks);
         match result {
             Done::File(file) => per_run[i].push(file),
-            Done::Run(merged) => finished[i] = Some(merged),
+            run => finished[i] = Some(run),
         }
     }
-    let mut out = Logdir {
-        runs,
-        ..Default::default()
-    };
-    for (((run, files), finished), marks) in chosen.iter().zip(per_run).zip(finished).zip(marks) {
-        let merged = finished.unwrap_or_else(|| merge_run(&run.name, files));
-        out.add(&run.name, merged);
-        let evidence = RunEvidence::replay(marks.iter().map(Vec::as_slice));
-        out.evidence.insert(run.name.clone(), evidence);
-    }
-    out
+    runs.iter()
+        .zip(per_run)
+        .zip(finished)
+        .zip(marks)
+        .map(|(((run, files), finished), marks)| {
+            let evidence = RunEvidence::replay(marks.iter().map(Vec::as_slice));
+            let (merged, profiled) = match finished {
+                Some(Done::Run(merged)) => (merged, Vec::new()),
+                Some(Done::Profiled(profiled)) => profiled.into_parts(),
+                _ => {
+                    let merged = merge_run(&run.name, files);
+                    match reading {
+                        Reading::Series => (merged, Vec::new()),
+                        Reading::Profiles => merged.into_profiled().into_parts(),
+                    }
+                }
+            };
+            LoadedRun {
+                name: run.name.clone(),
+                merged,
+                profiled,
+                evidence,
+            }
+        })
+        .collect()
 }
 
 /// Reads one events file of a run of several, keeping its scalars and notes as marks.
@@ -162,17 +239,18 @@ impl Logdir {
 enum Done {
     File(FileContents),
     Run(MergedRun),
+    Profiled(Merged<ProfiledSeries>),
 }
 
-/// Reads a run held in one file straight into its series, with no
-/// intermediate copy of the buckets: restarts are applied as records arrive.
-/// Its scalars and notes come back as marks.
-fn read_single_file_run(
+/// Reads a run held in one file straight into its series (or their profiles),
+/// with no intermediate copy of the buckets: restarts are applied as records
+/// arrive. Its scalars and notes come back as marks.
+fn read_single_file_run<S: Stepped>(
     run: &str,
     path: &Path,
     tags: Option<&HashSet<String>>,
-) -> (MergedRun, Vec<Mark>) {
-    let mut sink = Evidenced::new(SeriesSink {
+) -> (Merged<S>, Vec<Mark>) {
+    let mut sink = Evidenced::new(SeriesSink::<S> {
         run,
         series: BTreeMap::new(),
         confirmed: HashSet::new(),
@@ -198,15 +276,11 @@ fn read_single_file_run(
         .map(|(_, n)| n)
         .sum();
     let series = series
-        .into_values()
-        .map(|mut s| {
-            // Give back what the projection reserved beyond the end.
-            s.buckets.shrink_to_fit();
-            s
-        })
-        .filter(|s| !s.is_empty() && is_histogram(&s.tag))
+        .into_iter()
+        .filter(|(tag, s)| !s.is_empty() && is_histogram(tag))
+        .map(|(_, s)| s.finished())
         .collect();
-    let merged = MergedRun {
+    let merged = Merged {
         series,
         reports: vec![report],
         superseded,
@@ -214,10 +288,97 @@ fn read_single_file_run(
     (merged, marks)
 }
 
+impl Merged<ProfiledSeries> {
+    /// The run as [`LoadedRun`] holds it: no series with buckets, and the profiled ones.
+    fn into_parts(self) -> (MergedRun, Vec<ProfiledSeries>) {
+        let merged = MergedRun {
+            series: Vec::new(),
+            reports: self.reports,
+            superseded: self.superseded,
+        };
+        (merged, self.series)
+    }
+}
+
+impl MergedRun {
+    /// The run with each series reduced to its step profiles.
+    fn into_profiled(self) -> Merged<ProfiledSeries> {
+        Merged {
+            series: self.series.iter().map(ProfiledSeries::of).collect(),
+            reports: self.reports,
+            superseded: self.superseded,
+        }
+    }
+}
+
+/// What a run's histogram values are pushed into, tag by tag, under the restart rule.
+trait Stepped {
+    fn new(run: &str, tag: &str) -> Self;
+    /// Appends a value, first dropping the steps at its step or later; returns how many.
+    fn push(&mut self, point: PointView<'_>) -> usize;
+    /// Drops the steps at `step` or later; returns how many.
+    fn purge_from(&mut self, step: i64) -> usize;
+    fn is_empty(&self) -> bool;
+    /// Sizes buffers for `more` values now, `read_fraction` of the file read.
+    fn reserve(&mut self, _more: usize, _read_fraction: f64) {}
+    /// The series once the file is read.
+    fn finished(self) -> Self;
+}
+
+impl Stepped for Series {
+    fn new(run: &str, tag: &str) -> Self {
+        Series::new(run, tag)
+    }
+
+    fn push(&mut self, point: PointView<'_>) -> usize {
+        self.push_rows(point.step, point.wall_time, point.buckets, point.stats)
+    }
+
+    fn purge_from(&mut self, step: i64) -> usize {
+        Series::purge_from(self, step)
+    }
+
+    fn is_empty(&self) -> bool {
+        Series::is_empty(self)
+    }
+
+    fn reserve(&mut self, more: usize, read_fraction: f64) {
+        self.reserve_projected(more, read_fraction);
+    }
+
+    fn finished(mut self) -> Self {
+        // Give back what the projection reserved beyond the end.
+        self.buckets.shrink_to_fit();
+        self
+    }
+}
+
+impl Stepped for ProfiledSeries {
+    fn new(run: &str, tag: &str) -> Self {
+        ProfiledSeries::new(run, tag)
+    }
+
+    fn push(&mut self, point: PointView<'_>) -> usize {
+        ProfiledSeries::push(self, point.step, profile(point.buckets, &point.stats))
+    }
+
+    fn purge_from(&mut self, step: i64) -> usize {
+        ProfiledSeries::purge_from(self, step)
+    }
+
+    fn is_empty(&self) -> bool {
+        ProfiledSeries::is_empty(self)
+    }
+
+    fn finished(self) -> Self {
+        self
+    }
+}
+
 /// Histogram values pushed straight into a run's series.
-struct SeriesSink<'a> {
+struct SeriesSink<'a, S> {
     run: &'a str,
-    series: BTreeMap<String, Series>,
+    series: BTreeMap<String, S>,
     /// Tags with at least one value known to be a histogram when it was read.
     confirmed: HashSet<String>,
     /// Per tag, how many values a restart dropped.
@@ -226,15 +387,14 @@ struct SeriesSink<'a> {
     read_fraction: f64,
 }
 
-impl Sink for SeriesSink<'_> {
+impl<S: Stepped> Sink for SeriesSink<'_, S> {
     fn histogram(&mut self, tag: &str, point: PointView<'_>, confirmed: bool) {
         if !self.series.contains_key(tag) {
-            self.series
-                .insert(tag.to_owned(), Series::new(self.run, tag));
+            self.series.insert(tag.to_owned(), S::new(self.run, tag));
         }
         let series = self.series.get_mut(tag).expect("inserted above");
-        series.reserve_projected(point.buckets.len(), self.read_fraction);
-        let dropped = series.push_rows(point.step, point.wall_time, point.buckets, point.stats);
+        series.reserve(point.buckets.len(), self.read_fraction);
+        let dropped = series.push(point);
         if dropped > 0 {
             *self.purged.entry(tag.to_owned()).or_default() += dropped;
         }
@@ -244,10 +404,10 @@ impl Sink for SeriesSink<'_> {
     }
 
     fn start(&mut self, step: i64) {
-        for series in self.series.values_mut() {
+        for (tag, series) in self.series.iter_mut() {
             let dropped = series.purge_from(step);
             if dropped > 0 {
-                *self.purged.entry(series.tag.clone()).or_default() += dropped;
+                *self.purged.entry(tag.clone()).or_default() += dropped;
             }
         }
     }

@@ -7,13 +7,17 @@ use crate::logdir::plan::{keep_entries, plan_run, FileShare, Skeleton};
 use crate::read::event_file::{Entry, FileContents};
 use crate::read::report::FileReport;
 
-/// One run's series, the reports of its files, and how many values restarts superseded.
+/// One run's series (with their buckets, or their step profiles), the reports of its
+/// files, and how many values restarts superseded.
 #[derive(Debug, Default)]
-pub struct MergedRun {
-    pub series: Vec<Series>,
+pub struct Merged<S> {
+    pub series: Vec<S>,
     pub reports: Vec<FileReport>,
     pub superseded: usize,
 }
+
+/// One run's series with their buckets.
+pub type MergedRun = Merged<Series>;
 
 /// Replays one run's files in order into one series per histogram tag, under
 /// the restart rule of [`plan_run`].

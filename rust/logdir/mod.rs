@@ -10,3 +10,4 @@ pub mod merge;
 pub mod plan;
 pub mod run_loader;
 pub mod run_set;
+pub mod stream;

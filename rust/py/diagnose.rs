@@ -1,20 +1,15 @@
-//! `diagnose_logdir` and `diagnose_series`: findings of the core's rules as typed records.
+//! `diagnose_series` and the finding record: findings of the core's rules as typed records.
 
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::batch::Logdirs;
-use super::records::{FileReportRecord, SeriesRecord};
-use super::selection;
+use super::records::SeriesRecord;
 use crate::diagnose::{
-    diagnose_checked, diagnose_loaded, DiagnoseError, Evidence, Finding, Options, SeriesView,
-    StepBuckets,
+    diagnose_checked, DiagnoseError, Evidence, Finding, Options, SeriesView, StepBuckets,
 };
 use crate::histograms::profile;
 use crate::histograms::stats::Stats;
-use crate::logdir::discover::LogdirError;
-use crate::logdir::load::LogdirSource;
 
 impl From<DiagnoseError> for PyErr {
     fn from(e: DiagnoseError) -> PyErr {
@@ -62,50 +57,11 @@ impl FindingRecord {
     }
 }
 
-/// The findings of a log directory, and what reading its files had to skip.
-#[pyclass(frozen, get_all, module = "histoscope._core")]
-pub struct DiagnosisRecord {
-    findings: Vec<Py<FindingRecord>>,
-    reports: Vec<Py<FileReportRecord>>,
-}
-
-fn py_findings(py: Python<'_>, findings: Vec<Finding>) -> PyResult<Vec<Py<FindingRecord>>> {
+pub fn py_findings(py: Python<'_>, findings: Vec<Finding>) -> PyResult<Vec<Py<FindingRecord>>> {
     findings
         .into_iter()
         .map(|f| Py::new(py, FindingRecord::from(f)))
         .collect()
-}
-
-/// Reads the selected histograms of `logdir` (as `load_histograms` does), with every
-/// run's scalars and optimizer note in the same pass, and diagnoses them.
-///
-/// `roles` holds (key, role) pairs overriding the roles read from key names.
-#[pyfunction]
-#[pyo3(signature = (logdir, kinds=None, roles=None, runs=None, tags=None))]
-fn diagnose_logdir(
-    py: Python<'_>,
-    logdir: Logdirs,
-    kinds: Option<Vec<String>>,
-    roles: Option<Vec<(String, String)>>,
-    runs: Option<Vec<String>>,
-    tags: Option<Vec<String>>,
-) -> PyResult<DiagnosisRecord> {
-    let options = Options::parse(kinds, roles.unwrap_or_default())?;
-    let selection = selection(runs, tags);
-    let source = LogdirSource::from(logdir);
-    let (findings, reports) = py.detach(|| -> Result<_, LogdirError> {
-        let logdir = source.load(&selection)?;
-        let findings = diagnose_loaded(&logdir.series, &logdir.evidence, &options);
-        Ok((findings, logdir.reports))
-    })?;
-    let reports = reports
-        .into_iter()
-        .map(|r| Py::new(py, FileReportRecord::from(r)))
-        .collect::<PyResult<_>>()?;
-    Ok(DiagnosisRecord {
-        findings: py_findings(py, findings)?,
-        reports,
-    })
 }
 
 /// A series record's arrays, read in place.
@@ -195,8 +151,6 @@ fn zero_shares<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FindingRecord>()?;
-    m.add_class::<DiagnosisRecord>()?;
-    m.add_function(wrap_pyfunction!(diagnose_logdir, m)?)?;
     m.add_function(wrap_pyfunction!(diagnose_series, m)?)?;
     m.add_function(wrap_pyfunction!(zero_shares, m)?)?;
     Ok(())

@@ -131,9 +131,21 @@ pub fn read_event_file_into<S: Sink>(
             let reader = RecordReader::new(file, Some(len));
             decode_records(reader, tags, sink, plugins, &mut report);
         }
-        Err(e) => report.error = Some(e.to_string()),
+        Err(e) => report.error = Some(open_error(&e)),
     }
     report
+}
+
+/// Why a file could not be opened, in words that say what likely happened: a
+/// log directory is listed before its files are read, and a training or a
+/// cleanup may remove a file in between.
+fn open_error(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => {
+            "the file is gone (removed or renamed after the log directory was listed)".to_owned()
+        }
+        _ => format!("cannot open the file: {e}"),
+    }
 }
 
 /// Where decoded histogram values go, in record order.

@@ -17,13 +17,14 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Union
+from typing import Any, TextIO, Union
 
 from .. import _args, _core
+from ..progress import Progress
 from ..read.reader import HistogramSeries, _warn_reports, load_histograms
 from ..read.storage import resolve_logdirs
 
-__all__ = ["KINDS", "ROLES", "SEVERITIES", "Finding", "diagnose"]
+__all__ = ["KINDS", "ROLES", "SEVERITIES", "Diagnosis", "Finding", "diagnose", "diagnose_runs"]
 
 #: The kinds of finding, in the order the rules run.
 KINDS: tuple[str, ...] = tuple(_core.KINDS)
@@ -103,6 +104,7 @@ def diagnose(
     *,
     kinds: Iterable[str] | None = None,
     roles: Mapping[str, str] | None = None,
+    progress: TextIO | None = None,
 ) -> list[Finding]:
     """Finds what went wrong in the histograms of ``source``, sorted by run, key and kind.
 
@@ -117,6 +119,12 @@ def diagnose(
     ``outputs``, ``loss``, and the ``parameters/``, ``gradients/`` and
     ``activations/`` keys of ``run.watch``); ``roles`` maps keys, histogram or
     scalar, to a role of `ROLES` where the name does not say it.
+
+    Local log directories are read a few runs at a time, each step reduced to
+    the profile the rules read as it is decoded and each run to its findings
+    before the next is read, so that memory follows the largest run, not the
+    directory. On ``progress``, if it is a terminal, a one-line progress is
+    drawn as runs are read.
 
     Example:
         >>> import histoscope
@@ -134,11 +142,50 @@ def diagnose(
         target: str | list[tuple[str, PathLike]] = (
             [(ref.name, ref.path) for ref in logdirs] if several else logdirs[0].path
         )
-        diagnosis = _core.diagnose_logdir(target, kind_list, role_pairs)
+        diagnosis = diagnose_runs(
+            _core.RunStream(target, diagnose=True, kinds=kind_list, roles=role_pairs, series=False),
+            progress,
+        )
         _warn_reports(diagnosis.reports)
-        return [Finding._of(r) for r in diagnosis.findings]
+        return diagnosis.findings
     loaded = load_histograms(source)  # type: ignore[arg-type]
     return diagnose(loaded, kinds=kind_list, roles=roles)
+
+
+@dataclass
+class Diagnosis:
+    """What a stream of runs read with ``diagnose=True`` found, and what its files reported."""
+
+    findings: list[Finding] = field(default_factory=list)
+    reports: list[_core.FileReport] = field(default_factory=list)
+
+    def add(self, run: _core.RunRecord) -> None:
+        """Adds a run's findings and reports; runs come in name order, each's findings
+        sorted, so the whole stays sorted by run, key and kind as the core sorts them."""
+        self.findings += [Finding._of(r) for r in run.findings]
+        self.reports += run.reports
+
+
+def diagnose_runs(stream: _core.RunStream, progress: TextIO | None = None) -> Diagnosis:
+    """The findings of every run of ``stream`` (read with ``diagnose=True``), drawing a
+    one-line progress on ``progress`` if it is a terminal.
+
+    Example:
+        >>> runs = _core.RunStream("examples/logdir", diagnose=True, series=False)
+        >>> diagnose_runs(runs).findings
+        []
+    """
+    diagnosis = Diagnosis()
+    bar = Progress.on(progress, "checking", files=stream.files, total_bytes=stream.bytes)
+    try:
+        for run in stream:
+            diagnosis.add(run)
+            if bar is not None:
+                bar.advance(files=run.files, nbytes=run.bytes)
+    finally:
+        if bar is not None:
+            bar.close()
+    return diagnosis
 
 
 def _checked_kinds(kinds: Iterable[str] | None) -> list[str] | None:

@@ -7,6 +7,11 @@ and rebinned, per key, onto shared equal bins by the core's overlap-proportional
 rebinning; the data is gzip-compressed JSON in base64, unpacked by the browser's
 own ``DecompressionStream``. The file makes no network request, so it opens
 from ``file://`` and can be mailed or archived: a replacement for tensorboard.dev.
+
+The log directory is read twice, a few runs at a time, so that memory follows
+its largest run: the first read diagnoses each run and keeps the kept steps'
+statistics and the span of their buckets; the second, once every key's span is
+known, rebins each run's kept steps onto its key's shared bins.
 """
 
 from __future__ import annotations
@@ -17,13 +22,18 @@ import html
 import json
 import os
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
 from .. import _core
-from ..read.reader import HistogramSeries, load_histograms
+from ..diagnose import Diagnosis
+from ..errors import HistoscopeWarning
+from ..progress import Progress
+from ..read.reader import HistogramSeries, _warn_missing, _warn_reports
 from .page import MODULES, asset_text, bundle, vocabulary_script
 
 __all__ = ["build_report", "bundle", "write_report"]
@@ -46,8 +56,10 @@ def write_report(
     *,
     max_steps: int = MAX_STEPS,
     bins: int = BINS,
+    progress: TextIO | None = None,
 ) -> Path:
-    """Writes the report of ``logdir`` to ``output``; returns its path.
+    """Writes the report of ``logdir`` to ``output``; returns its path. On ``progress``,
+    if it is a terminal, a one-line progress is drawn for each of the two reads.
 
     Example:
         >>> import os, tempfile, histoscope.view.report
@@ -56,14 +68,21 @@ def write_report(
         True
     """
     path = Path(output)
-    path.write_text(build_report(logdir, max_steps=max_steps, bins=bins), encoding="utf-8")
+    page = build_report(logdir, max_steps=max_steps, bins=bins, progress=progress)
+    path.write_text(page, encoding="utf-8")
     return path
 
 
 def build_report(
-    logdir: str | os.PathLike[str], *, max_steps: int = MAX_STEPS, bins: int = BINS
+    logdir: str | os.PathLike[str],
+    *,
+    max_steps: int = MAX_STEPS,
+    bins: int = BINS,
+    progress: TextIO | None = None,
+    budget_bytes: int | None = _core.READ_BUDGET_BYTES,
 ) -> str:
-    """The report of ``logdir`` as one HTML document.
+    """The report of ``logdir`` as one HTML document, its files read ``budget_bytes`` at a
+    time (or one larger run; None: all at once).
 
     Example:
         >>> page = build_report("examples/logdir", max_steps=21)
@@ -75,8 +94,7 @@ def build_report(
     if isinstance(bins, bool) or not isinstance(bins, int):
         raise ValueError(f"bins must be a whole number, got {bins!r}")
     _core.check_bin_count(bins)
-    loaded = load_histograms(logdir)
-    data = _data(os.fspath(logdir), loaded, max_steps, bins)
+    data = _data(os.fspath(logdir), max_steps, bins, progress, budget_bytes)
     packed = base64.b64encode(gzip.compress(_json(data), mtime=0, compresslevel=9)).decode()
     title = html.escape(f"histoscope report: {os.path.basename(os.path.abspath(logdir))}")
     page = asset_text("viewer.html")
@@ -98,38 +116,134 @@ def build_report(
 
 
 def _data(
-    logdir: str, loaded: dict[str, dict[str, HistogramSeries]], max_steps: int, bins: int
+    logdir: str, max_steps: int, bins: int, progress: TextIO | None, budget_bytes: int | None
 ) -> dict[str, Any]:
-    runs = sorted({run for by_run in loaded.values() for run in by_run})
-    cards: dict[str, Any] = {}
-    steps: dict[str, set[int]] = {run: set() for run in runs}
-    for tag, by_run in loaded.items():
-        kept = {run: _core.thin_indices(len(s.steps), max_steps) for run, s in by_run.items()}
-        buckets = [s.buckets[i] for run, s in by_run.items() for i in kept[run]]
-        rebinned = _core.rebin(buckets, bins)
-        edges, counts = rebinned.edges, rebinned.counts
-        entries, row = {}, 0
-        for run, series in by_run.items():
-            rows = counts[row : row + len(kept[run])]
-            row += len(kept[run])
-            entries[run] = {
-                "steps": series.steps[kept[run]],
-                "counts": _compact(rows),
+    def runs(**options: Any) -> _core.RunStream:
+        return _core.RunStream(logdir, budget_bytes=budget_bytes, **options)
+
+    first = runs(diagnose=True)
+    # A log directory that fits the budget is read once, its kept steps kept.
+    once = budget_bytes is None or first.bytes <= budget_bytes
+    gathered = _Gathered(max_steps, bins, keep_rows=once)
+    for run in _progressing(first, progress, "report: reading"):
+        gathered.add(run)
+    _warn_reports(gathered.diagnosis.reports)
+    _warn_missing(repr(logdir), first.runs, None, None, gathered.cards, bool(gathered.cards))
+    if once:
+        gathered.rebin_kept()
+    else:
+        for run in _progressing(runs(), progress, "report: binning"):
+            gathered.rebin(run)
+    cards = gathered.cards_by_key()
+    return {
+        "runs": sorted(gathered.steps),
+        "tags": [{"tag": tag, "runs": list(card["runs"])} for tag, card in cards.items()],
+        "layout": _layout(logdir),
+        "steps": {run: sorted(found) for run, found in sorted(gathered.steps.items())},
+        "cards": cards,
+        "findings": [finding.to_dict() for finding in gathered.diagnosis.findings],
+    }
+
+
+@dataclass
+class _Gathered:
+    """The report's data as runs are read: each series' kept steps, their statistics and,
+    per key, the span of their buckets; then their counts on the key's shared bins."""
+
+    max_steps: int
+    bins: int
+    #: Whether to keep the kept steps' buckets, to rebin them without reading them again.
+    keep_rows: bool
+    cards: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extents: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    steps: dict[str, set[int]] = field(default_factory=dict)
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    rows: dict[tuple[str, str], list[np.ndarray]] = field(default_factory=dict)
+
+    def add(self, run: _core.RunRecord) -> None:
+        """Keeps a run's findings and, of each series, its kept steps and statistics."""
+        self.diagnosis.add(run)
+        for record in run.series:
+            series = HistogramSeries.from_record(record)
+            kept = _core.thin_indices(len(series.steps), self.max_steps)
+            card = self.cards.setdefault(series.tag, {"edges": np.empty(0), "runs": {}})
+            card["runs"][run.run] = {
+                "steps": series.steps[kept],
+                "counts": None,
                 "stats": {
-                    **{name: _compact(series.stats[name][kept[run]]) for name in _core.STAT_NAMES},
-                    "zeros": _compact(_core.zero_shares(series.record)[kept[run]]),
+                    **{name: _compact(series.stats[name][kept]) for name in _core.STAT_NAMES},
+                    "zeros": _compact(_core.zero_shares(record)[kept]),
                 },
             }
-            steps[run].update(int(s) for s in series.steps[kept[run]])
-        cards[tag] = {"edges": edges, "runs": entries}
-    return {
-        "runs": runs,
-        "tags": [{"tag": tag, "runs": list(by_run)} for tag, by_run in sorted(loaded.items())],
-        "layout": _layout(logdir),
-        "steps": {run: sorted(found) for run, found in steps.items()},
-        "cards": {tag: cards[tag] for tag in sorted(cards)},
-        "findings": _findings(logdir),
-    }
+            rows = [series.buckets[i] for i in kept]
+            extent = _core.bucket_extent(rows)
+            self.extents[series.tag] = _joined(self.extents.get(series.tag), extent)
+            if self.keep_rows:
+                # Views into the series' buckets: the whole log directory fits the budget.
+                self.rows[series.tag, run.run] = rows
+            self.steps.setdefault(run.run, set()).update(int(s) for s in series.steps[kept])
+
+    def rebin(self, run: _core.RunRecord) -> None:
+        """Counts the kept steps of a run's series, read again, on their key's shared bins."""
+        for record in run.series:
+            entry = self.cards.get(record.tag, {"runs": {}})["runs"].get(run.run)
+            if entry is None:
+                continue
+            series = HistogramSeries.from_record(record)
+            at = {int(step): i for i, step in enumerate(series.steps)}
+            rows = [series.buckets[at[int(s)]] for s in entry["steps"] if int(s) in at]
+            if len(rows) < len(entry["steps"]):
+                continue
+            entry["counts"] = _compact(self._rebinned(record.tag, rows).counts)
+
+    def rebin_kept(self) -> None:
+        """Counts the kept steps, kept as they were read, on their key's shared bins."""
+        for (tag, run), rows in self.rows.items():
+            self.cards[tag]["runs"][run]["counts"] = _compact(self._rebinned(tag, rows).counts)
+        self.rows.clear()
+
+    def _rebinned(self, tag: str, rows: list[np.ndarray]) -> _core.RebinRecord:
+        return _core.rebin(rows, self.bins, self.extents[tag])
+
+    def cards_by_key(self) -> dict[str, dict[str, Any]]:
+        """The cards by key with their shared bins' edges, counts gone from the files
+        between the two reads left empty."""
+        for tag, card in self.cards.items():
+            card["edges"] = self._rebinned(tag, []).edges
+            for run, entry in card["runs"].items():
+                if entry["counts"] is None:
+                    warnings.warn(
+                        f"{tag!r} ({run}): its file changed between the report's two reads; "
+                        "its counts are left empty",
+                        HistoscopeWarning,
+                        stacklevel=4,
+                    )
+                    entry["counts"] = np.zeros((len(entry["steps"]), self.bins))
+        return {tag: self.cards[tag] for tag in sorted(self.cards)}
+
+
+def _joined(
+    a: tuple[float, float] | None, b: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    """The extent of the buckets of two sets of steps (`_core.bucket_extent`)."""
+    if a is None or b is None:
+        return a or b
+    return min(a[0], b[0]), max(a[1], b[1])
+
+
+def _progressing(
+    stream: _core.RunStream, out: TextIO | None, what: str
+) -> Iterator[_core.RunRecord]:
+    """The runs of ``stream``, with a one-line progress on ``out`` if it is a terminal."""
+    bar = Progress.on(out, what, files=stream.files, total_bytes=stream.bytes)
+    try:
+        for run in stream:
+            yield run
+            if bar is not None:
+                bar.advance(files=run.files, nbytes=run.bytes)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _compact(values: np.ndarray) -> np.ndarray:
@@ -157,16 +271,6 @@ def _layout(logdir: str) -> list[dict[str, Any]]:
             _end, found = _core.read_layout(path)
             out += [{"pattern": d.pattern, "section": d.section, "hidden": d.hidden} for d in found]
     return out
-
-
-def _findings(logdir: str) -> list[dict[str, Any]]:
-    """What ``histoscope check`` finds: diagnosed from the files, so that the runs' scalars
-    and optimizer notes count as evidence, as they do for the viewer's alerts."""
-    from ..diagnose import diagnose
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return [finding.to_dict() for finding in diagnose(logdir)]
 
 
 def _json(data: Any) -> bytes:
