@@ -237,3 +237,18 @@ def test_a_file_cut_between_the_reports_two_reads_leaves_those_counts_empty(
     counts = data["cards"]["activations/relu"]["runs"]["run5"]["counts"]
     assert counts.shape == (40, report.BINS) and not counts.any()
     assert data["cards"]["activations/relu"]["runs"]["run4"]["counts"].any()
+
+
+def test_the_viewers_findings_wait_longer_after_a_long_check(planted: Path) -> None:
+    from histoscope.view.refreshed import FINDINGS_PAUSE_FACTOR, FINDINGS_SECONDS, Findings
+
+    findings = Findings(str(planted))
+    answer = findings.answer()
+    assert answer["available"] and answer["findings"] == [f.to_dict() for f in hs.diagnose(planted)]
+    made = findings._at
+    assert findings._took > 0 and not findings.stale(made + FINDINGS_SECONDS / 2)
+    assert findings.stale(made + FINDINGS_SECONDS + 0.1)
+    findings._took = 100.0  # as a log directory of hundreds of GB would take
+    assert not findings.stale(made + FINDINGS_SECONDS + 0.1)
+    assert not findings.stale(made + FINDINGS_PAUSE_FACTOR * 100.0 - 1)
+    assert findings.stale(made + FINDINGS_PAUSE_FACTOR * 100.0 + 1)
