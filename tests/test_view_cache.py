@@ -219,3 +219,22 @@ def test_cache_mb_is_read_in_megabytes_with_512_by_default() -> None:
     assert parser.parse_args(["view", "logs", "--cache-mb", "64"]).cache_mb == 64
     assert parser.parse_args(["view", "logs"]).cache_mb == 512
     assert LogdirIndex("logs").cache.cap_bytes == 512 << 20
+
+
+def test_runs_the_page_does_not_show_at_first_are_indexed_after_those_it_does(
+    tmp_path: Path,
+) -> None:
+    shown = site.FIRST_SHOWN
+    for r in range(shown + 3):
+        with histoscope.init("p", run_name=f"run{r:02d}", dir=tmp_path) as run:
+            for step in range(5):
+                run.add_histogram("w", np.random.default_rng(step).normal(size=200), step=step)
+    served = site.Site(str(tmp_path / "p"), refresh_seconds=3600.0)
+    served.indexing.join(timeout=120)
+    assert not served.indexing.is_alive()
+    names = served.index.runs()
+    assert len(names) == shown + 3
+    for name in names:
+        run = served.index.started(name)
+        assert run is not None and run.caught_up, name
+        assert run.series["w"].view.steps.tolist() == [0, 1, 2, 3, 4]

@@ -244,6 +244,34 @@ class LogdirIndex:
 
         threading.Thread(target=work, name=f"histoscope-read-{run.name}", daemon=True).start()
 
+    def index_every_run(self, after: threading.Thread | None = None) -> threading.Thread:
+        """Reads every listed run not read yet, one at a time at a lower priority, once
+        ``after`` has ended: a run's index (steps, statistics, segments) is then ready
+        before a filter or a scroll shows it, and its buckets stay in the files."""
+
+        def work() -> None:
+            if after is not None:
+                after.join()
+            _yield_to_requests()
+            for name in self.runs():
+                if self.started(name) is not None:
+                    continue
+                try:
+                    run = self.run(name)
+                except Exception:  # noqa: BLE001 - a request for the run meets it and says why
+                    continue
+                # The rest is read by the run's catch-up thread: one run at a time.
+                while run is not None and not run.caught_up and self._catching_up(name):
+                    time.sleep(0.05)
+
+        thread = threading.Thread(target=work, name="histoscope-index", daemon=True)
+        thread.start()
+        return thread
+
+    def _catching_up(self, name: str) -> bool:
+        with self._lock:
+            return name in self._background
+
     def started(self, name: str) -> RunIndex | None:
         """The run called ``name`` if a read of it has started, as it stands: nothing is read."""
         with self._lock:

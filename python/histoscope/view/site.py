@@ -168,7 +168,9 @@ class Site:
             "overview": lambda query: answers.overview(self.index, query),
             "findings": lambda query: self.findings.answer(),
         }
-        _warm_up(self.index, self.layouts, progress)
+        warm = _warm_up(self.index, self.layouts, progress)
+        #: Reads the runs the page does not show at first, after those it does.
+        self.indexing = self.index.index_every_run(after=warm)
 
     def allows(self, host_header: str) -> bool:
         """Whether a request carrying ``host_header`` (``name`` or ``name:port``) is answered.
@@ -255,11 +257,14 @@ def _page_halves(logdir: str) -> tuple[str, str]:
     return before, after
 
 
-def _warm_up(index: LogdirIndex, layouts: Layouts, progress: TextIO | None) -> None:
+def _warm_up(
+    index: LogdirIndex, layouts: Layouts, progress: TextIO | None
+) -> threading.Thread | None:
     """Lists the runs, and starts reading those the page shows at first, with their
     declarations, so that reading overlaps the browser loading the page and its modules
-    instead of waiting for the page's first requests."""
+    instead of waiting for the page's first requests. Returns the reading thread."""
     first = index.runs()[:FIRST_SHOWN]
+    warm = None
     if first:
         warm = threading.Thread(
             target=_warm_runs, args=(index, layouts, first), name="histoscope-warm", daemon=True
@@ -272,6 +277,7 @@ def _warm_up(index: LogdirIndex, layouts: Layouts, progress: TextIO | None) -> N
                 target=_draw_first_read, args=(index, first, files, line, warm),
                 name="histoscope-progress", daemon=True,
             ).start()  # fmt: skip
+    return warm
 
 
 def _sizes(files: list[str]) -> int:
