@@ -215,6 +215,8 @@ def measure_view(logdir: Path, limit: int) -> Measured:
         first_card = time.perf_counter() - start
         at_first = status(server.pid)
         read_all = wait_until_read(url, runs)
+        # Every run's index, read in the background after the shown runs', before scrolling.
+        wait_until_read(url, get_json(url, "api/runs")["runs"])
         for entry in get_json(url, "api/tags", run=runs)["tags"]:
             get_json(url, "api/card", tag=entry["tag"], run=runs)
             page_series(url, entry["tag"], runs)
