@@ -6,10 +6,11 @@ anywhere in a module, inside functions and ``if TYPE_CHECKING:`` blocks too), no
 from ``sys.modules``, so an import that only runs on some path still counts, and so
 does a class named only in an annotation.
 
-``from . import x`` where ``x`` is a module is an edge to ``x``. A name defined in a
-package's ``__init__`` is an edge to the package. Python runs a package's ``__init__``
-before any of its modules, so each module would otherwise "import" its own room: that
-is the tree, not a circle, and is not counted.
+``from . import x`` is an edge to ``x`` when ``x`` is a module, and to the package in
+any case: the statement imports the package first, and inside a room whose ``__init__``
+imports its modules, that closes a circle. The one package left out is the root,
+``histoscope``: its ``__init__`` is the public face that imports every room, and the
+rooms reach the leaves beside it (``_core``, ``_args``, ``errors``) through it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 import histoscope
 
 PACKAGE = Path(histoscope.__file__).resolve().parent
+ROOT = "histoscope"
 
 
 def module_name(path: Path) -> str:
@@ -48,8 +50,9 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            # `from . import x` imports the module x when there is one, and needs only it;
-            # a name defined in the package's __init__ needs the package itself.
+            # `from . import x` imports the package, then the module x if there is one.
+            if node.level and not node.module and base != ROOT:
+                found.add(base)
             for alias in node.names:
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
         for child in ast.iter_child_nodes(node):
@@ -121,13 +124,23 @@ def test_lazy_and_type_only_imports_are_seen(tmp_path: Path) -> None:
 
 def test_a_name_from_a_package_init_is_an_edge_to_the_package(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
-    source.write_text("from .. import _core, load_histograms\nfrom . import sibling\n")
+    source.write_text("from .. import _core, load_histograms\n")
     known = {"histoscope", "histoscope._core", "histoscope.read", "histoscope.read.sibling"}
-    assert imported("histoscope.read.m", source, known) == {
-        "histoscope",
-        "histoscope._core",
-        "histoscope.read.sibling",
+    assert imported("histoscope.read.m", source, known) == {"histoscope", "histoscope._core"}
+
+
+def test_a_sibling_imported_through_its_room_is_an_edge_to_the_room(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("from . import sibling\nfrom .other import name\n")
+    known = {"histoscope.write", "histoscope.write.sibling", "histoscope.write.other"}
+    assert imported("histoscope.write.m", source, known) == {
+        "histoscope.write",
+        "histoscope.write.sibling",
+        "histoscope.write.other",
     }
+    assert find_cycle(
+        {"histoscope.write": {"histoscope.write.m"}, "histoscope.write.m": {"histoscope.write"}}
+    )
 
 
 @pytest.mark.parametrize(("suffix", "limit"), [(".py", 500), (".js", 400)])

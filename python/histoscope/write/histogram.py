@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import _args, _core
 from .._args import Bins
-from . import _torch, device
+from ._torch import device_type, flat_numpy_weights, host_array
+from .device import bin_on_device
 from .snapshot import Prepared, SnapshotPool, prepare_values
 
 __all__ = [
@@ -229,9 +230,9 @@ def bin_prepared(
         >>> bin_prepared(prepare_values([1, 2, 2, 3]), _args.bins_or_edges(2)).counts
         array([1., 3.])
     """
-    if not isinstance(values, np.ndarray) and _torch.device_type(values) != "cpu":
+    if not isinstance(values, np.ndarray) and device_type(values) != "cpu":
         return _bin_with_torch(values, bins, range, weights)
-    array, half = _torch.host_array(values)
+    array, half = host_array(values)
     numpy_weights = None if weights is None else _numpy_weights(weights)
     binned = _core.histogram(
         array,
@@ -251,7 +252,7 @@ def _bin_with_torch(
     weights: Prepared | None = None,
 ) -> Histogram:
     """Bins a tensor on its own device (`device.bin_on_device`); callable on CPU tensors to test."""
-    binned = device.bin_on_device([tensor], bins, range, None if weights is None else [weights])[0]
+    binned = bin_on_device([tensor], bins, range, None if weights is None else [weights])[0]
     return Histogram._of(binned.edges, binned.counts, binned.stats)
 
 
@@ -288,5 +289,5 @@ def _readonly(array: np.ndarray) -> np.ndarray:
 
 def _numpy_weights(weights: Prepared) -> np.ndarray:
     if not isinstance(weights, np.ndarray):
-        return _torch.flat_numpy_weights(weights)
+        return flat_numpy_weights(weights)
     return np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)
