@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import TextIO
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol, TextIO, TypeVar
 
-__all__ = ["Progress"]
+__all__ = ["Counted", "Progress", "each_counted"]
 
 _WIDTH = 30
 
@@ -98,3 +98,36 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min {seconds:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+class Counted(Protocol):
+    """What is read, counted in files and bytes: a run, or all the runs of a read."""
+
+    @property
+    def files(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+
+
+C = TypeVar("C", bound=Counted)
+
+
+def each_counted(items: Iterable[C], total: Counted, out: TextIO | None, what: str) -> Iterator[C]:
+    """Each of ``items``, counted once it has been used against ``total``'s files and bytes
+    on a progress line on ``out``, if it is a terminal.
+
+    Example:
+        >>> from types import SimpleNamespace as Run
+        >>> runs = [Run(files=1, bytes=10), Run(files=2, bytes=30)]
+        >>> [run.bytes for run in each_counted(runs, Run(files=3, bytes=40), None, "reading")]
+        [10, 30]
+    """
+    bar = Progress.on(out, what, files=total.files, total_bytes=total.bytes)
+    try:
+        for item in items:
+            yield item
+            if bar is not None:
+                bar.advance(files=item.files, nbytes=item.bytes)
+    finally:
+        if bar is not None:
+            bar.close()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TextIO, Union
 
 from .. import _args, _core
-from ..progress import Progress
+from ..progress import each_counted
 from ..read.reader import HistogramSeries, _warn_reports, load_histograms
 from ..read.storage import resolve_logdirs
 
@@ -176,15 +176,8 @@ def diagnose_runs(stream: _core.RunStream, progress: TextIO | None = None) -> Di
         []
     """
     diagnosis = Diagnosis()
-    bar = Progress.on(progress, "checking", files=stream.files, total_bytes=stream.bytes)
-    try:
-        for run in stream:
-            diagnosis.add(run)
-            if bar is not None:
-                bar.advance(files=run.files, nbytes=run.bytes)
-    finally:
-        if bar is not None:
-            bar.close()
+    for run in each_counted(stream, stream, progress, "checking"):
+        diagnosis.add(run)
     return diagnosis
 
 

@@ -22,7 +22,6 @@ import html
 import json
 import os
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -32,7 +31,7 @@ import numpy as np
 from .. import _core
 from ..diagnose import Diagnosis
 from ..errors import HistoscopeWarning
-from ..progress import Progress
+from ..progress import each_counted
 from ..read.reader import HistogramSeries, _warn_missing, _warn_reports
 from .page import MODULES, asset_text, bundle, vocabulary_script
 
@@ -125,14 +124,15 @@ def _data(
     # A log directory that fits the budget is read once, its kept steps kept.
     once = budget_bytes is None or first.bytes <= budget_bytes
     gathered = _Gathered(max_steps, bins, keep_rows=once)
-    for run in _progressing(first, progress, "report: reading"):
+    for run in each_counted(first, first, progress, "report: reading"):
         gathered.add(run)
     _warn_reports(gathered.diagnosis.reports)
     _warn_missing(repr(logdir), first.runs, None, None, gathered.cards, bool(gathered.cards))
     if once:
         gathered.rebin_kept()
     else:
-        for run in _progressing(runs(), progress, "report: binning"):
+        again = runs()
+        for run in each_counted(again, again, progress, "report: binning"):
             gathered.rebin(run)
     cards = gathered.cards_by_key()
     return {
@@ -229,21 +229,6 @@ def _joined(
     if a is None or b is None:
         return a or b
     return min(a[0], b[0]), max(a[1], b[1])
-
-
-def _progressing(
-    stream: _core.RunStream, out: TextIO | None, what: str
-) -> Iterator[_core.RunRecord]:
-    """The runs of ``stream``, with a one-line progress on ``out`` if it is a terminal."""
-    bar = Progress.on(out, what, files=stream.files, total_bytes=stream.bytes)
-    try:
-        for run in stream:
-            yield run
-            if bar is not None:
-                bar.advance(files=run.files, nbytes=run.bytes)
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _compact(values: np.ndarray) -> np.ndarray:
