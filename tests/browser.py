@@ -222,6 +222,23 @@ def write_pytorch_style(root: Path, steps: int = 8) -> Path:
     return root
 
 
+def write_diverged_run(root: Path) -> Path:
+    """Run ``r`` of project ``p`` under ``root``: its gradients turn NaN from step 6 of 10,
+    one error finding for ``gradients/fc``; returns the log directory ``root / "p"``."""
+    import numpy as np
+
+    import histoscope
+
+    with histoscope.init("p", run_name="r", dir=root) as run:
+        for step in range(10):
+            gradients = np.random.default_rng(step).normal(size=500)
+            if step >= 6:
+                gradients[:5] = np.nan  # a diverged run: the diagnosis says so from step 6
+            run.add_histogram("gradients/fc", gradients, step=step)
+            run.add_histogram("parameters/fc", np.linspace(-1, 1, 500) * (1 + step), step=step)
+    return root / "p"
+
+
 def write_sweep(logdir: Path, runs: int = 50, keys: int = 100, steps: int = 3) -> Path:
     """A hyperparameter sweep: ``runs`` runs named by learning rate and seed, each logging
     ``keys`` keys (``layers.N.weight`` and the like) at ``steps`` steps; returns the log

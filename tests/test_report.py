@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser import write_thousand_keys
+from browser import write_diverged_run, write_thousand_keys
 from playwright.sync_api import expect
 from tensorboard.backend.event_processing import event_accumulator
 
@@ -190,13 +190,7 @@ def test_define_metric_is_stored_beside_the_histograms_and_other_readers_pass_ov
 
 
 def test_the_report_opens_on_its_findings_linked_to_their_cards(tmp_path: Path, open_page) -> None:
-    with histoscope.init("p", run_name="r", dir=tmp_path) as run:
-        for step in range(10):
-            gradients = np.random.default_rng(step).normal(size=500)
-            if step >= 6:
-                gradients[:5] = np.nan  # a diverged run: the diagnosis says so from step 6
-            run.add_histogram("gradients/fc", gradients, step=step)
-            run.add_histogram("parameters/fc", np.linspace(-1, 1, 500) * (1 + step), step=step)
+    write_diverged_run(tmp_path)
     page = open_page(write_report(tmp_path / "p", tmp_path / "report.html"))
     expect(page.locator("#findings-count")).to_have_text("1 error", timeout=30000)
     worst = page.locator("#worst-keys li")

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser import AUDIO_PROBE, Server, opened_page, write_thousand_keys
+from browser import AUDIO_PROBE, Server, opened_page, write_diverged_run, write_thousand_keys
 from playwright.sync_api import Browser, Locator, Page, expect
 
 import histoscope
@@ -745,13 +745,7 @@ def test_axe_finds_no_violations_on_a_thousand_keys(big_page: Page) -> None:
 def test_findings_are_listed_announced_once_and_marked_on_their_card(
     browser: Browser, tmp_path: Path, screenshot
 ) -> None:
-    with histoscope.init("p", run_name="r", dir=tmp_path) as run:
-        for step in range(10):
-            gradients = np.random.default_rng(step).normal(size=500)
-            if step >= 6:
-                gradients[:5] = np.nan  # a diverged run: the diagnosis says so from step 6
-            run.add_histogram("gradients/fc", gradients, step=step)
-            run.add_histogram("parameters/fc", np.linspace(-1, 1, 500) * (1 + step), step=step)
+    write_diverged_run(tmp_path)
     running = Server(tmp_path / "p")
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
