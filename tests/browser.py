@@ -94,6 +94,18 @@ def open_page(browser: Browser) -> Iterator[Callable[[Path], Page]]:
     assert errors == [], f"the page reported errors: {errors}"
 
 
+def each(page: Page, selector: str, function: str, within: str = "html") -> list:
+    """`function` (JavaScript) applied to every element `selector` matches inside the first
+    `within`, all in one evaluation. Playwright's `evaluate_all` finds the elements and calls
+    the function in two round trips: a card redrawn or released between them hands it
+    detached elements, whose computed style is empty."""
+    return page.evaluate(
+        f"([within, selector]) => [...document.querySelector(within).querySelectorAll(selector)]"
+        f".map({function})",
+        [within, selector],
+    )
+
+
 @pytest.fixture
 def screenshot() -> Callable[[Page, str], Path]:
     """Saves a full-page screenshot under tests/output/ for a reviewer to look at."""

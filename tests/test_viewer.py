@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser import AUDIO_PROBE, Server, opened_page, write_diverged_run, write_thousand_keys
+from browser import AUDIO_PROBE, Server, each, opened_page, write_diverged_run, write_thousand_keys
 from playwright.sync_api import Browser, Locator, Page, expect
 
 import histoscope
@@ -103,12 +103,14 @@ def test_the_step_control_moves_every_card_by_keys_and_by_number(page: Page) -> 
     expect(page.locator("body")).to_have_attribute("data-step", "7")
     assert _panel_steps(page) == ["7"] * 6
     assert slider.get_attribute("aria-valuetext") == "step 7"
-    current = page.locator("svg.panel path.current")
-    previous = page.locator("svg.panel path.previous")
-    assert current.evaluate_all("els => els.map(e => e.dataset.step)") == ["7"] * 6
-    assert previous.evaluate_all("els => els.map(e => e.dataset.step)") == ["6"] * 6
-    dashes = previous.evaluate_all("els => els.map(e => getComputedStyle(e).strokeDasharray)")
-    assert all(d not in ("", "none") for d in dashes)
+    assert each(page, "svg.panel path.current", "e => e.dataset.step") == ["7"] * 6
+    previous = each(
+        page,
+        "svg.panel path.previous",
+        "e => [e.dataset.step, getComputedStyle(e).strokeDasharray]",
+    )
+    assert [step for step, _ in previous] == ["6"] * 6
+    assert all(dash not in ("", "none") for _, dash in previous), previous
     stats_steps = page.locator("article.card .stats tbody td:first-of-type").all_text_contents()
     assert stats_steps == ["7"] * 6
 
@@ -454,8 +456,9 @@ def _range_is(page: Page, low: int | None, high: int | None) -> None:
     expect(thumbs.nth(1)).to_have_attribute("aria-valuenow", str(19 if high is None else high))
     steps = range(0 if low is None else low, 20 if high is None else high + 1)
     shown = " ".join(str(step) for step in steps)
-    for panel in page.locator("svg.panel.heatmap").all():
-        expect(panel).to_have_attribute("data-steps", shown)
+    heatmaps = page.locator("svg.panel.heatmap")
+    expect(heatmaps.first).to_be_attached()
+    expect(page.locator(f'svg.panel.heatmap:not([data-steps="{shown}"])')).to_have_count(0)
     fragment = page.url.split("#", 1)[1]
     assert ("from=" + str(low) in fragment) if low is not None else "from=" not in fragment
     assert ("to=" + str(high) in fragment) if high is not None else "&to=" not in fragment
@@ -694,7 +697,12 @@ def test_the_overview_is_walked_by_keyboard_and_opens_a_card_at_a_step(
     labels = grid.locator(".overview-label")
     expect(labels).to_have_count(23)
     assert labels.first.get_attribute("title") == "layer000 to layer021 (22 keys)"
-    heights = labels.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+    heights = each(
+        big_page,
+        ".overview-label",
+        "e => e.getBoundingClientRect().height",
+        within='.overview-grid[data-section="grads"]',
+    )
     assert min(heights) >= 16, heights
     grid.focus()
     live = big_page.locator("#overview-live")
