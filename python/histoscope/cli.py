@@ -128,7 +128,12 @@ def _check(args: argparse.Namespace) -> int:
     """Diagnoses a log directory; exit status 1 when a warning or error was found, else 0."""
     from .diagnose import diagnose
 
-    findings = diagnose(args.logdir, kinds=args.kinds, progress=sys.stderr)
+    findings = diagnose(
+        args.logdir,
+        kinds=args.kinds,
+        progress=sys.stderr,
+        storage_options=dict(args.storage_option) or None,
+    )
     if args.json:
         json.dump([f.to_dict() for f in findings], sys.stdout, indent=2)
         print()
@@ -172,6 +177,11 @@ def _arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
 
 
 _LOGDIR = _arg("logdir", help="a TensorBoard log directory")
+_STORAGE_OPTION = _arg(
+    "--storage-option", action="append", default=[], type=_storage_option,
+    metavar="KEY=VALUE",
+    help="an fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable)",
+)  # fmt: skip
 
 _COMMANDS = (
     _Command(
@@ -189,12 +199,7 @@ _COMMANDS = (
             _arg("-o", "--output", required=True, help="the Parquet file to write"),
             _arg("--tags", nargs="+", metavar="TAG", help="only these histogram tags"),
             _arg("--runs", nargs="+", metavar="RUN", help="only these runs"),
-            _arg(
-                "--storage-option", action="append", default=[], type=_storage_option,
-                metavar="KEY=VALUE",
-                help="an fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000"
-                " (repeatable)",
-            ),
+            _STORAGE_OPTION,
         ),
         "Writes one row per (run, tag, step) with wall_time, the buckets as lists "
         "(left, right, count) and the statistics, one row group per events file. With several "
@@ -255,7 +260,8 @@ _COMMANDS = (
         "find vanishing or exploding gradients, NaN, dead or saturated units, collapse",
         _check,
         (
-            _LOGDIR,
+            _arg("logdir", help="a TensorBoard log directory, glob pattern or fsspec URL"),
+            _STORAGE_OPTION,
             _arg("--json", action="store_true", help="print a JSON list of findings"),
             _arg(
                 "--kinds", nargs="+", choices=_core.KINDS, metavar="KIND",

@@ -21,8 +21,8 @@ from typing import Any, TextIO, Union
 
 from .. import _args, _core
 from ..progress import each_counted
-from ..read.reader import HistogramSeries, _warn_reports, load_histograms
-from ..read.storage import resolve_logdirs
+from ..read.reader import HistogramSeries, _warn_reports
+from ..read.storage import RunBatch, find_runs, read_runs, resolve_logdirs, run_batches
 
 __all__ = ["KINDS", "ROLES", "SEVERITIES", "Diagnosis", "Finding", "diagnose", "diagnose_runs"]
 
@@ -105,6 +105,7 @@ def diagnose(
     kinds: Iterable[str] | None = None,
     roles: Mapping[str, str] | None = None,
     progress: TextIO | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
     """Finds what went wrong in the histograms of ``source``, sorted by run, key and kind.
 
@@ -123,8 +124,11 @@ def diagnose(
     Local log directories are read a few runs at a time, each step reduced to
     the profile the rules read as it is decoded and each run to its findings
     before the next is read, so that memory follows the largest run, not the
-    directory. On ``progress``, if it is a terminal, a one-line progress is
-    drawn as runs are read.
+    directory. Remote ones (``storage_options`` as for `load_histograms`) are
+    fetched a few runs at a time too, up to `histoscope._core.READ_BUDGET_BYTES`
+    of files or one larger run, each batch judged and dropped before the next.
+    On ``progress``, if it is a terminal, a one-line progress is drawn as runs
+    are read.
 
     Example:
         >>> import histoscope
@@ -137,7 +141,7 @@ def diagnose(
     if series is not None:
         records = _core.diagnose_series([s.record for s in series], kind_list, role_pairs)
         return [Finding._of(r) for r in records]
-    logdirs, several = resolve_logdirs(source)  # type: ignore[arg-type]
+    logdirs, several = resolve_logdirs(source, storage_options)  # type: ignore[arg-type]
     if all(ref.is_local for ref in logdirs):
         target: str | list[tuple[str, PathLike]] = (
             [(ref.name, ref.path) for ref in logdirs] if several else logdirs[0].path
@@ -146,10 +150,14 @@ def diagnose(
             _core.RunStream(target, diagnose=True, kinds=kind_list, roles=role_pairs, series=False),
             progress,
         )
-        _warn_reports(diagnosis.reports)
-        return diagnosis.findings
-    loaded = load_histograms(source)  # type: ignore[arg-type]
-    return diagnose(loaded, kinds=kind_list, roles=roles)
+    else:
+        runs = find_runs(logdirs, several)
+        batches = run_batches(runs, _core.READ_BUDGET_BYTES)
+        diagnosis = Diagnosis()
+        for batch in each_counted(batches, RunBatch(tuple(runs)), progress, "checking"):
+            diagnosis.add_batch(batch, kind_list, role_pairs)
+    _warn_reports(diagnosis.reports)
+    return diagnosis.findings
 
 
 @dataclass
@@ -164,6 +172,19 @@ class Diagnosis:
         sorted, so the whole stays sorted by run, key and kind as the core sorts them."""
         self.findings += [Finding._of(r) for r in run.findings]
         self.reports += run.reports
+
+    def add_batch(
+        self,
+        batch: RunBatch,
+        kinds: list[str] | None,
+        roles: list[tuple[str, str]] | None,
+    ) -> None:
+        """Reads a batch of runs (remote ones: fetched, without their scalars) and adds
+        their findings and reports; batches come in run order, as runs do."""
+        loaded = read_runs(batch.runs, None, None).load()
+        found = _core.diagnose_series(loaded.series, kinds, roles)
+        self.findings += [Finding._of(r) for r in found]
+        self.reports += loaded.reports
 
 
 def diagnose_runs(stream: _core.RunStream, progress: TextIO | None = None) -> Diagnosis:

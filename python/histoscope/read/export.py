@@ -106,7 +106,7 @@ def export_parquet(
     summary = ExportSummary(path=out, runs=len(chosen))
     files = [f for run in chosen for f in run.files]
     bar = (
-        Progress(progress, "exporting", files=len(files), total_bytes=sum(map(_size, files)))
+        Progress(progress, "exporting", files=len(files), total_bytes=sum(f.nbytes for f in files))
         if progress
         else None
     )
@@ -243,7 +243,7 @@ def _file_jobs(
 
 def _in_pieces(file: EventFileRef, budget: int) -> bool:
     """Whether ``file`` is read in pieces: a local file larger than the budget."""
-    return file.fs is None and _size(file) > budget
+    return file.fs is None and file.nbytes > budget
 
 
 def _pieces(file: EventFileRef, budget: int, tags: list[str] | None) -> Iterator[_core.DecodedFile]:
@@ -276,7 +276,7 @@ def _plan_pieces(run: RunRef, tags: list[str] | None, budget: int) -> _PiecePlan
 def _single_file(run: RunRef, tags: list[str] | None) -> _Piece:
     (file,) = run.files
     merged = _core.merge_files(run.name, [file.decode(tags)])
-    return _Piece(run.name, merged, _size(file), True, superseded=merged.superseded)
+    return _Piece(run.name, merged, file.nbytes, True, superseded=merged.superseded)
 
 
 def _first_piece(
@@ -289,7 +289,7 @@ def _first_piece(
 ) -> _Piece:
     planned = plan.get()  # before the file is opened: planning may run for a while
     pieces = _pieces(file, budget, tags)
-    piece = _share_of_piece(run, file, planned, index, pieces, 0, _size(file), budget)
+    piece = _share_of_piece(run, file, planned, index, pieces, 0, file.nbytes, budget)
     if index == 0:
         piece.superseded = planned.plan.superseded
     return piece
@@ -343,15 +343,6 @@ class _Once:
             if self._value is None:
                 self._value = self._compute()
             return self._value
-
-
-def _size(file: EventFileRef) -> int:
-    if file.size is not None:
-        return file.size
-    try:
-        return os.path.getsize(file.path)
-    except OSError:
-        return 0
 
 
 def print_summary(summary: ExportSummary, out: TextIO = sys.stderr) -> None:

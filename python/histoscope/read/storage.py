@@ -18,7 +18,16 @@ from typing import Any, Union
 
 from .. import _args, _core
 
-__all__ = ["CHUNK_BYTES", "EventFileRef", "LogdirRef", "RunRef", "find_runs", "resolve_logdirs"]
+__all__ = [
+    "CHUNK_BYTES",
+    "EventFileRef",
+    "LogdirRef",
+    "RunBatch",
+    "RunRef",
+    "find_runs",
+    "resolve_logdirs",
+    "run_batches",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -37,6 +46,16 @@ class EventFileRef:
     path: str
     size: int | None = None
     fs: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def nbytes(self) -> int:
+        """The file's size as listed, else as on disk now; 0 when it cannot be known."""
+        if self.size is not None:
+            return self.size
+        try:
+            return os.path.getsize(self.path) if self.fs is None else 0
+        except OSError:
+            return 0
 
     @property
     def display(self) -> str:
@@ -60,6 +79,46 @@ class RunRef:
 
     name: str
     files: tuple[EventFileRef, ...]
+
+
+@dataclass(frozen=True)
+class RunBatch:
+    """Runs read together, counted in files and bytes (the sizes the listing gave)."""
+
+    runs: tuple[RunRef, ...]
+
+    @property
+    def files(self) -> int:
+        return sum(len(run.files) for run in self.runs)
+
+    @property
+    def bytes(self) -> int:
+        return sum(file.nbytes for run in self.runs for file in run.files)
+
+
+def run_batches(runs: Sequence[RunRef], budget: int) -> list[RunBatch]:
+    """``runs`` in order, in batches of at most ``budget`` bytes of files, or of one run
+    larger than that alone: read a batch at a time, memory follows the budget or the
+    largest run, not the log directory.
+
+    Example:
+        >>> a, b, c = (RunRef(n, (EventFileRef(n, size),)) for n, size in zip("abc", (4, 5, 9)))
+        >>> [[run.name for run in batch.runs] for batch in run_batches([a, b, c], budget=9)]
+        [['a', 'b'], ['c']]
+    """
+    batches: list[RunBatch] = []
+    held: list[RunRef] = []
+    held_bytes = 0
+    for run in runs:
+        size = RunBatch((run,)).bytes
+        if held and held_bytes + size > budget:
+            batches.append(RunBatch(tuple(held)))
+            held, held_bytes = [], 0
+        held.append(run)
+        held_bytes += size
+    if held:
+        batches.append(RunBatch(tuple(held)))
+    return batches
 
 
 @dataclass(frozen=True)
