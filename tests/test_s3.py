@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from histoscope.read import storage
 from histoscope.read.tidy import to_pandas
 
 BUCKET = "histograms"
-UPLOADED = ("torch_writer", "restart", "corrupt", "truncated", "tf2_summary")
+UPLOADED = ("torch_writer", "restart", "corrupt", "truncated", "tf2_summary", "tf2_edge")
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +131,7 @@ def test_glob_names_runs_by_their_url(fixtures: Path, s3: dict[str, Any]) -> Non
         f"{prefix}/truncated/intact",
         f"{prefix}/tf2_summary/train",
         f"{prefix}/tf2_summary/validation",
+        f"{prefix}/tf2_edge/edge",
     }
     local = _read(fixtures / "torch_writer")
     rename = {run: f"{prefix}/torch_writer/{run}" for run in ("run_a", "run_b")}
@@ -167,8 +169,9 @@ def test_export_from_the_bucket(
 
 
 def _write_planted(root: Path) -> Path:
-    """Four runs, a problem planted in two: gradients of one layer that vanish beside the
-    others (run1) and weights that turn NaN (run3)."""
+    """Four runs, a problem planted in three: a loss that turns NaN (run0), seen in the
+    scalars alone, gradients of one layer that vanish beside the others (run1) and
+    weights that turn NaN (run3)."""
     rng = np.random.default_rng(3)
     for r in range(4):
         with histoscope.init("planted", f"run{r}", dir=root) as run:
@@ -181,6 +184,7 @@ def _write_planted(root: Path) -> Path:
                     if r == 3 and step > 12:
                         weights[:5] = np.nan
                     run.add_histogram(f"parameters/{layer}.weight", weights, step=step)
+                run.log({"loss": math.nan if r == 0 and step > 15 else 1.0 / (1 + step)}, step=step)
     return root / "planted"
 
 
@@ -208,20 +212,21 @@ def test_check_from_the_bucket_fetches_a_few_runs_at_a_time(
     local = _write_planted(tmp_path)
     _upload(s3, local, "planted")
     url = f"s3://{BUCKET}/planted"
-    # a bucket gives no scalars: the same findings as the local histograms alone
-    want = histoscope.diagnose(histoscope.load_histograms(local))
+    # the same findings as the local directory's, its scalars weighed too
+    want = histoscope.diagnose(local)
     assert {(f.run, f.kind) for f in want if f.severity != "info"} == {
+        ("run0", "nonfinite"),
         ("run1", "vanishing"),
         ("run3", "nonfinite"),
     }
     fetched: list[list[str]] = []
-    real = diagnosis.read_runs
+    real = diagnosis.fetch_runs
 
-    def spy(runs: Any, *args: Any) -> Any:
+    def spy(runs: Any, **options: Any) -> Any:
         fetched.append([run.name for run in runs])
-        return real(runs, *args)
+        return real(runs, **options)
 
-    monkeypatch.setattr(diagnosis, "read_runs", spy)
+    monkeypatch.setattr(diagnosis, "fetch_runs", spy)
     monkeypatch.setattr(histoscope._core, "READ_BUDGET_BYTES", 1)
     assert histoscope.diagnose(url, storage_options=s3) == want
     assert fetched == [["run0"], ["run1"], ["run2"], ["run3"]]
@@ -235,3 +240,19 @@ def test_check_from_the_bucket_fetches_a_few_runs_at_a_time(
     assert main(argv) == 1
     out = capsys.readouterr().out
     assert "run1" in out and "vanishing" in out and "run3" in out and "nonfinite" in out
+
+
+@pytest.mark.parametrize("name", UPLOADED)
+def test_the_bucket_is_judged_as_the_local_directory(
+    fixtures: Path, s3: dict[str, Any], name: str
+) -> None:
+    with warnings.catch_warnings(record=True) as local_warnings:
+        warnings.simplefilter("always")
+        want = histoscope.diagnose(fixtures / name)
+    with warnings.catch_warnings(record=True) as remote_warnings:
+        warnings.simplefilter("always")
+        got = histoscope.diagnose(f"s3://{BUCKET}/logs/{name}", storage_options=s3)
+    assert got == want
+    # the same damage reported, the bucket's files named by their URL
+    assert len(remote_warnings) == len(local_warnings)
+    assert all(f"s3://{BUCKET}/logs/{name}/" in str(w.message) for w in remote_warnings)

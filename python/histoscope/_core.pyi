@@ -327,6 +327,34 @@ class RunStream:
     def __iter__(self) -> Self: ...
     def __next__(self) -> RunRecord: ...
 
+@final
+class RunPartStream:
+    def __new__(
+        cls,
+        run: str,
+        path: str,
+        size: int | None = None,
+        *,
+        alone: bool = True,
+        tags: list[str] | None = None,
+        series: bool = False,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> None: ...
+    def finish(self) -> DecodedPart: ...
+
+@final
+class DecodedPart: ...
+
+def assemble_run(
+    run: str,
+    parts: list[DecodedPart],
+    *,
+    bytes: int = 0,
+    diagnose: bool = False,
+    kinds: list[str] | None = None,
+    roles: list[tuple[str, str]] | None = None,
+    series: bool = False,
+) -> RunRecord: ...
 def zero_shares(series: SeriesRecord) -> _F64: ...
 def diagnose_series(
     series: list[SeriesRecord],

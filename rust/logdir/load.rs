@@ -1,19 +1,16 @@
 //! A log directory: its runs, their events files read in parallel, merged into one series per tag.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::histograms::profile::profile;
 use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::series::Series;
 use crate::logdir::discover::{discover_runs, qualified_runs, LogdirError, RunFiles};
-use crate::logdir::evidence::{Evidenced, Mark, RunEvidence};
-use crate::logdir::merge::{merge_run, Merged, MergedRun};
-use crate::read::event_file::{
-    read_event_file_into, Entry, FileContents, PointView, Sink, HISTOGRAM_PLUGIN,
-};
+use crate::logdir::evidence::RunEvidence;
+use crate::logdir::merge::MergedRun;
+use crate::logdir::run_parts::{assemble_run, read_part, RunPart};
 use crate::read::report::FileReport;
 
 /// Which runs and tags to read; `None` reads all.
@@ -143,88 +140,26 @@ pub fn read_runs(
 ) -> Vec<LoadedRun> {
     // A run of one file (the usual case) is decoded straight into its series;
     // a run of several is read file by file in parallel, then replayed in order.
-    let jobs: Vec<(usize, Option<&Path>)> = runs
+    let jobs: Vec<(usize, &Path)> = runs
         .iter()
         .enumerate()
-        .flat_map(|(i, r)| match r.files.as_slice() {
-            [_] => vec![(i, None)],
-            files => files.iter().map(|f| (i, Some(f.as_path()))).collect(),
-        })
+        .flat_map(|(i, r)| r.files.iter().map(move |f| (i, f.as_path())))
         .collect();
-    let done: Vec<(usize, Done, Vec<Mark>)> = jobs
+    let parts: Vec<(usize, RunPart)> = jobs
         .par_iter()
-        .map(|&(i, file)| match file {
-            Some(path) => {
-                let (file, marks) = read_file_with_evidence(path, tags);
-                (i, Done::File(file), marks)
-            }
-            None => {
-                let run = runs[i];
-                let (run, path) = (run.name.as_str(), run.files[0].as_path());
-                match reading {
-                    Reading::Series => {
-                        let (merged, marks) = read_single_file_run::<Series>(run, path, tags);
-                        (i, Done::Run(merged), marks)
-                    }
-                    Reading::Profiles => {
-                        let (profiled, marks) = read_single_file_run(run, path, tags);
-                        (i, Done::Profiled(profiled), marks)
-                    }
-                }
-            }
+        .map(|&(i, path)| {
+            let alone = runs[i].files.len() == 1;
+            (i, read_part(&runs[i].name, path, tags, reading, alone))
         })
         .collect();
-    let mut per_run: Vec<Vec<FileContents>> = runs.iter().map(|_| Vec::new()).collect();
-    let mut finished: Vec<Option<Done>> = runs.iter().map(|_| None).collect();
-    let mut marks: Vec<Vec<Vec<Mark>>> = runs.iter().map(|_| Vec::new()).collect();
-    for (i, result, file_marks) in done {
-        marks[i].push(file_marks);
-        match result {
-            Done::File(file) => per_run[i].push(file),
-            run => finished[i] = Some(run),
-        }
+    let mut per_run: Vec<Vec<RunPart>> = runs.iter().map(|_| Vec::new()).collect();
+    for (i, part) in parts {
+        per_run[i].push(part);
     }
     runs.iter()
         .zip(per_run)
-        .zip(finished)
-        .zip(marks)
-        .map(|(((run, files), finished), marks)| {
-            let evidence = RunEvidence::replay(marks.iter().map(Vec::as_slice));
-            let (merged, profiled) = match finished {
-                Some(Done::Run(merged)) => (merged, Vec::new()),
-                Some(Done::Profiled(profiled)) => profiled.into_parts(),
-                _ => {
-                    let merged = merge_run(&run.name, files);
-                    match reading {
-                        Reading::Series => (merged, Vec::new()),
-                        Reading::Profiles => merged.into_profiled().into_parts(),
-                    }
-                }
-            };
-            LoadedRun {
-                name: run.name.clone(),
-                merged,
-                profiled,
-                evidence,
-            }
-        })
+        .map(|(run, parts)| assemble_run(&run.name, parts, reading))
         .collect()
-}
-
-/// Reads one events file of a run of several, keeping its scalars and notes as marks.
-fn read_file_with_evidence(
-    path: &Path,
-    tags: Option<&HashSet<String>>,
-) -> (FileContents, Vec<Mark>) {
-    let mut sink = Evidenced::new(Vec::<Entry>::new());
-    let mut plugins = HashMap::new();
-    let report = read_event_file_into(path, tags, &mut sink, &mut plugins);
-    let contents = FileContents {
-        entries: sink.inner,
-        plugins,
-        report,
-    };
-    (contents, sink.marks)
 }
 
 impl Logdir {
@@ -233,189 +168,6 @@ impl Logdir {
         self.series.extend(merged.series);
         self.reports.extend(merged.reports);
         self.superseded.insert(run.to_owned(), merged.superseded);
-    }
-}
-
-enum Done {
-    File(FileContents),
-    Run(MergedRun),
-    Profiled(Merged<ProfiledSeries>),
-}
-
-/// Reads a run held in one file straight into its series (or their profiles),
-/// with no intermediate copy of the buckets: restarts are applied as records
-/// arrive. Its scalars and notes come back as marks.
-fn read_single_file_run<S: Stepped>(
-    run: &str,
-    path: &Path,
-    tags: Option<&HashSet<String>>,
-) -> (Merged<S>, Vec<Mark>) {
-    let mut sink = Evidenced::new(SeriesSink::<S> {
-        run,
-        series: BTreeMap::new(),
-        confirmed: HashSet::new(),
-        purged: HashMap::new(),
-        read_fraction: 0.0,
-    });
-    let mut plugins = HashMap::new();
-    let mut report = read_event_file_into(path, tags, &mut sink, &mut plugins);
-    report.newest = true;
-    let Evidenced { inner, marks } = sink;
-    let SeriesSink {
-        series,
-        confirmed,
-        purged,
-        ..
-    } = inner;
-    let is_histogram = |tag: &String| {
-        confirmed.contains(tag) || plugins.get(tag).map(String::as_str) == Some(HISTOGRAM_PLUGIN)
-    };
-    let superseded = purged
-        .iter()
-        .filter(|(tag, _)| is_histogram(tag))
-        .map(|(_, n)| n)
-        .sum();
-    let series = series
-        .into_iter()
-        .filter(|(tag, s)| !s.is_empty() && is_histogram(tag))
-        .map(|(_, s)| s.finished())
-        .collect();
-    let merged = Merged {
-        series,
-        reports: vec![report],
-        superseded,
-    };
-    (merged, marks)
-}
-
-impl Merged<ProfiledSeries> {
-    /// The run as [`LoadedRun`] holds it: no series with buckets, and the profiled ones.
-    fn into_parts(self) -> (MergedRun, Vec<ProfiledSeries>) {
-        let merged = MergedRun {
-            series: Vec::new(),
-            reports: self.reports,
-            superseded: self.superseded,
-        };
-        (merged, self.series)
-    }
-}
-
-impl MergedRun {
-    /// The run with each series reduced to its step profiles.
-    fn into_profiled(self) -> Merged<ProfiledSeries> {
-        Merged {
-            series: self.series.iter().map(ProfiledSeries::of).collect(),
-            reports: self.reports,
-            superseded: self.superseded,
-        }
-    }
-}
-
-/// What a run's histogram values are pushed into, tag by tag, under the restart rule.
-trait Stepped {
-    fn new(run: &str, tag: &str) -> Self;
-    /// Appends a value, first dropping the steps at its step or later; returns how many.
-    fn push(&mut self, point: PointView<'_>) -> usize;
-    /// Drops the steps at `step` or later; returns how many.
-    fn purge_from(&mut self, step: i64) -> usize;
-    fn is_empty(&self) -> bool;
-    /// Sizes buffers for `more` values now, `read_fraction` of the file read.
-    fn reserve(&mut self, _more: usize, _read_fraction: f64) {}
-    /// The series once the file is read.
-    fn finished(self) -> Self;
-}
-
-impl Stepped for Series {
-    fn new(run: &str, tag: &str) -> Self {
-        Series::new(run, tag)
-    }
-
-    fn push(&mut self, point: PointView<'_>) -> usize {
-        self.push_rows(point.step, point.wall_time, point.buckets, point.stats)
-    }
-
-    fn purge_from(&mut self, step: i64) -> usize {
-        Series::purge_from(self, step)
-    }
-
-    fn is_empty(&self) -> bool {
-        Series::is_empty(self)
-    }
-
-    fn reserve(&mut self, more: usize, read_fraction: f64) {
-        self.reserve_projected(more, read_fraction);
-    }
-
-    fn finished(mut self) -> Self {
-        // Give back what the projection reserved beyond the end.
-        self.buckets.shrink_to_fit();
-        self
-    }
-}
-
-impl Stepped for ProfiledSeries {
-    fn new(run: &str, tag: &str) -> Self {
-        ProfiledSeries::new(run, tag)
-    }
-
-    fn push(&mut self, point: PointView<'_>) -> usize {
-        ProfiledSeries::push(self, point.step, profile(point.buckets, &point.stats))
-    }
-
-    fn purge_from(&mut self, step: i64) -> usize {
-        ProfiledSeries::purge_from(self, step)
-    }
-
-    fn is_empty(&self) -> bool {
-        ProfiledSeries::is_empty(self)
-    }
-
-    fn finished(self) -> Self {
-        self
-    }
-}
-
-/// Histogram values pushed straight into a run's series.
-struct SeriesSink<'a, S> {
-    run: &'a str,
-    series: BTreeMap<String, S>,
-    /// Tags with at least one value known to be a histogram when it was read.
-    confirmed: HashSet<String>,
-    /// Per tag, how many values a restart dropped.
-    purged: HashMap<String, usize>,
-    /// The fraction of the file read so far, to size each series' buffer once.
-    read_fraction: f64,
-}
-
-impl<S: Stepped> Sink for SeriesSink<'_, S> {
-    fn histogram(&mut self, tag: &str, point: PointView<'_>, confirmed: bool) {
-        if !self.series.contains_key(tag) {
-            self.series.insert(tag.to_owned(), S::new(self.run, tag));
-        }
-        let series = self.series.get_mut(tag).expect("inserted above");
-        series.reserve(point.buckets.len(), self.read_fraction);
-        let dropped = series.push(point);
-        if dropped > 0 {
-            *self.purged.entry(tag.to_owned()).or_default() += dropped;
-        }
-        if confirmed && !self.confirmed.contains(tag) {
-            self.confirmed.insert(tag.to_owned());
-        }
-    }
-
-    fn start(&mut self, step: i64) {
-        for (tag, series) in self.series.iter_mut() {
-            let dropped = series.purge_from(step);
-            if dropped > 0 {
-                *self.purged.entry(tag.clone()).or_default() += dropped;
-            }
-        }
-    }
-
-    fn progress(&mut self, offset: u64, length: Option<u64>) {
-        if let Some(length) = length.filter(|&l| l > 0) {
-            self.read_fraction = offset as f64 / length as f64;
-        }
     }
 }
 

@@ -9,5 +9,6 @@ pub mod load;
 pub mod merge;
 pub mod plan;
 pub mod run_loader;
+pub mod run_parts;
 pub mod run_set;
 pub mod stream;

@@ -56,7 +56,7 @@ impl From<PlanError> for PyErr {
     }
 }
 
-fn tag_set(tags: Option<Vec<String>>) -> Option<HashSet<String>> {
+pub(super) fn tag_set(tags: Option<Vec<String>>) -> Option<HashSet<String>> {
     tags.map(|t| t.into_iter().collect())
 }
 

@@ -22,6 +22,7 @@ mod batch;
 mod binning;
 mod binning_batch;
 mod diagnose;
+mod fed;
 mod follow;
 mod layout;
 mod records;
@@ -168,5 +169,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     layout::register(m)?;
     diagnose::register(m)?;
     stream::register(m)?;
+    fed::register(m)?;
     Ok(())
 }

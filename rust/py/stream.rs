@@ -44,13 +44,13 @@ impl RunRecord {
 }
 
 /// A run read and reduced, waiting for Python to take it.
-struct Ready {
-    streamed: StreamedRun,
-    findings: Vec<Finding>,
+pub(super) struct Ready {
+    pub(super) streamed: StreamedRun,
+    pub(super) findings: Vec<Finding>,
 }
 
 impl RunRecord {
-    fn new(py: Python<'_>, ready: Ready) -> PyResult<Self> {
+    pub(super) fn new(py: Python<'_>, ready: Ready) -> PyResult<Self> {
         let StreamedRun { run, files, bytes } = ready.streamed;
         Ok(RunRecord {
             run: run.name,
@@ -105,11 +105,7 @@ impl RunStream {
         let options = Options::parse(kinds, roles.unwrap_or_default())?;
         let selection = selection(runs, tags);
         let source = LogdirSource::from(logdir);
-        let reading = if series {
-            Reading::Series
-        } else {
-            Reading::Profiles
-        };
+        let reading = reading(series);
         // Two batches are held at once, the one Python works on and the next.
         let per_batch = budget_bytes.map(|b| b / 2);
         let inner =
@@ -175,6 +171,15 @@ fn diagnosed(batch: Vec<StreamedRun>, options: Option<&Options>) -> Vec<Ready> {
             Ready { streamed, findings }
         })
         .collect()
+}
+
+/// How runs are read: with their series, or as step profiles alone.
+pub(super) fn reading(series: bool) -> Reading {
+    if series {
+        Reading::Series
+    } else {
+        Reading::Profiles
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -32,27 +32,51 @@ pub enum StreamError {
     Spawn { path: String, source: io::Error },
 }
 
-/// One events file being decoded from chunks fed in order.
-pub struct EventStream {
+/// One events file being decoded from chunks fed in order, into a `T`: its
+/// contents, or what a caller's own decoder makes of its records.
+pub struct EventStream<T = FileContents> {
     path: String,
     sender: Option<SyncSender<Vec<u8>>>,
-    worker: Option<JoinHandle<FileContents>>,
+    worker: Option<JoinHandle<T>>,
 }
 
-impl EventStream {
-    /// Starts decoding the file named `path` (used in its report). `size`, when
-    /// known, is the file's total length: a damaged length that claims more is
-    /// then known to be cut off at once instead of being read to the end.
+impl EventStream<FileContents> {
+    /// Starts decoding the file named `path` (used in its report) into its contents.
+    /// `size`, when known, is the file's total length: a damaged length that claims
+    /// more is then known to be cut off at once instead of being read to the end.
     pub fn new(
         path: &str,
         size: Option<u64>,
         tags: Option<HashSet<String>>,
     ) -> Result<Self, StreamError> {
+        EventStream::decoding(path, size, move |reader, report| {
+            let mut contents = FileContents {
+                report,
+                ..Default::default()
+            };
+            read_records(reader, tags.as_ref(), &mut contents);
+            contents
+        })
+    }
+}
+
+impl<T: Send + 'static> EventStream<T> {
+    /// Starts `decode` on a thread of its own, reading the records of the file
+    /// named `path` as its chunks are fed; `size` as for [`EventStream::new`].
+    pub fn decoding<F>(path: &str, size: Option<u64>, decode: F) -> Result<Self, StreamError>
+    where
+        F: FnOnce(RecordReader<ChunkSource>, FileReport) -> T + Send + 'static,
+    {
         let (sender, receiver) = sync_channel(QUEUED_CHUNKS);
         let report = FileReport::new(Path::new(path));
+        let source = ChunkSource {
+            receiver,
+            chunk: Vec::new(),
+            pos: 0,
+        };
         let worker = thread::Builder::new()
             .name("histoscope-stream".into())
-            .spawn(move || decode(receiver, size, tags, report))
+            .spawn(move || decode(RecordReader::new(source, size), report))
             .map_err(|source| StreamError::Spawn {
                 path: path.to_owned(),
                 source,
@@ -78,8 +102,8 @@ impl EventStream {
             .map_err(|_| StreamError::DecoderFailed(self.path.clone()))
     }
 
-    /// Marks the end of the file and returns everything decoded from it.
-    pub fn finish(&mut self) -> Result<FileContents, StreamError> {
+    /// Marks the end of the file and returns what was decoded from it.
+    pub fn finish(&mut self) -> Result<T, StreamError> {
         self.sender = None;
         let worker = self
             .worker
@@ -91,31 +115,8 @@ impl EventStream {
     }
 }
 
-fn decode(
-    receiver: Receiver<Vec<u8>>,
-    size: Option<u64>,
-    tags: Option<HashSet<String>>,
-    report: FileReport,
-) -> FileContents {
-    let mut contents = FileContents {
-        report,
-        ..Default::default()
-    };
-    let source = ChunkSource {
-        receiver,
-        chunk: Vec::new(),
-        pos: 0,
-    };
-    read_records(
-        RecordReader::new(source, size),
-        tags.as_ref(),
-        &mut contents,
-    );
-    contents
-}
-
 /// The fed chunks as one byte source; it ends when the stream is finished.
-struct ChunkSource {
+pub struct ChunkSource {
     receiver: Receiver<Vec<u8>>,
     chunk: Vec<u8>,
     pos: usize,

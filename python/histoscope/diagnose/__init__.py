@@ -22,7 +22,7 @@ from typing import Any, TextIO, Union
 from .. import _args, _core
 from ..progress import each_counted
 from ..read.reader import HistogramSeries, _warn_reports
-from ..read.storage import RunBatch, find_runs, read_runs, resolve_logdirs, run_batches
+from ..read.storage import RunBatch, fetch_runs, find_runs, resolve_logdirs, run_batches
 
 __all__ = ["KINDS", "ROLES", "SEVERITIES", "Diagnosis", "Finding", "diagnose", "diagnose_runs"]
 
@@ -111,9 +111,9 @@ def diagnose(
 
     ``source`` is anything `load_histograms` accepts (a log directory, several,
     a glob pattern or an fsspec URL) or what it returned, a `HistogramSeries`
-    or a list of them. Local log directories are read with their scalars and
-    the optimizer ``watch`` noted, in the same pass; histograms already loaded,
-    and remote ones, are judged without them. ``kinds`` keeps only those kinds
+    or a list of them. Log directories are read with their scalars and the
+    optimizer ``watch`` noted, in the same pass; histograms already loaded are
+    judged without them. ``kinds`` keeps only those kinds
     (see `KINDS`). A key's role (gradient, parameter, activation or loss)
     decides which rules apply; it is read from the key's words (``grad``,
     ``gradients``, ``param``, ``weights``, ``activations``, ``act``,
@@ -121,12 +121,12 @@ def diagnose(
     ``activations/`` keys of ``run.watch``); ``roles`` maps keys, histogram or
     scalar, to a role of `ROLES` where the name does not say it.
 
-    Local log directories are read a few runs at a time, each step reduced to
-    the profile the rules read as it is decoded and each run to its findings
+    Log directories are read a few runs at a time, each step reduced to the
+    profile the rules read as it is decoded and each run to its findings
     before the next is read, so that memory follows the largest run, not the
     directory. Remote ones (``storage_options`` as for `load_histograms`) are
-    fetched a few runs at a time too, up to `histoscope._core.READ_BUDGET_BYTES`
-    of files or one larger run, each batch judged and dropped before the next.
+    fetched so too, up to `histoscope._core.READ_BUDGET_BYTES` of files at
+    once (or one larger run), and judged with their scalars as local ones are.
     On ``progress``, if it is a terminal, a one-line progress is drawn as runs
     are read.
 
@@ -155,7 +155,8 @@ def diagnose(
         batches = run_batches(runs, _core.READ_BUDGET_BYTES)
         diagnosis = Diagnosis()
         for batch in each_counted(batches, RunBatch(tuple(runs)), progress, "checking"):
-            diagnosis.add_batch(batch, kind_list, role_pairs)
+            for run in fetch_runs(batch.runs, diagnose=True, kinds=kind_list, roles=role_pairs):
+                diagnosis.add(run)
     _warn_reports(diagnosis.reports)
     return diagnosis.findings
 
@@ -172,19 +173,6 @@ class Diagnosis:
         sorted, so the whole stays sorted by run, key and kind as the core sorts them."""
         self.findings += [Finding._of(r) for r in run.findings]
         self.reports += run.reports
-
-    def add_batch(
-        self,
-        batch: RunBatch,
-        kinds: list[str] | None,
-        roles: list[tuple[str, str]] | None,
-    ) -> None:
-        """Reads a batch of runs (remote ones: fetched, without their scalars) and adds
-        their findings and reports; batches come in run order, as runs do."""
-        loaded = read_runs(batch.runs, None, None).load()
-        found = _core.diagnose_series(loaded.series, kinds, roles)
-        self.findings += [Finding._of(r) for r in found]
-        self.reports += loaded.reports
 
 
 def diagnose_runs(stream: _core.RunStream, progress: TextIO | None = None) -> Diagnosis:

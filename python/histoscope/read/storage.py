@@ -24,6 +24,7 @@ __all__ = [
     "LogdirRef",
     "RunBatch",
     "RunRef",
+    "fetch_runs",
     "find_runs",
     "resolve_logdirs",
     "run_batches",
@@ -67,10 +68,25 @@ class EventFileRef:
         if self.fs is None:
             return _core.decode_file(self.path, tags)
         stream = _core.EventStream(self.display, self.size, tags)
-        with self.fs.open(self.path, "rb", block_size=CHUNK_BYTES) as source:
+        self._feed(stream)
+        return stream.finish()
+
+    def decode_part(self, run: str, *, alone: bool) -> _core.DecodedPart:
+        """Reads the file as a part of the run named ``run``, streaming it in chunks;
+        ``alone``: it is the run's only file, reduced to step profiles as it arrives."""
+        stream = _core.RunPartStream(run, self.display, self.size, alone=alone)
+        self._feed(stream)
+        return stream.finish()
+
+    def _feed(self, stream: _core.EventStream | _core.RunPartStream) -> None:
+        opened = (
+            open(self.path, "rb")
+            if self.fs is None
+            else self.fs.open(self.path, "rb", block_size=CHUNK_BYTES)
+        )
+        with opened as source:
             while chunk := source.read(CHUNK_BYTES):
                 stream.feed(chunk)
-        return stream.finish()
 
 
 @dataclass(frozen=True)
@@ -249,6 +265,35 @@ def _runs_of(ref: LogdirRef, prefix: str | None) -> list[RunRef]:
     return [
         RunRef(run.name, tuple(EventFileRef(f, sizes[f], ref.fs) for f in run.files))
         for run in _core.group_runs(root, list(sizes), prefix)
+    ]
+
+
+def fetch_runs(
+    runs: Sequence[RunRef],
+    *,
+    diagnose: bool = False,
+    kinds: list[str] | None = None,
+    roles: list[tuple[str, str]] | None = None,
+) -> list[_core.RunRecord]:
+    """``runs`` read file by file, several files at once, each file decoded as it
+    arrives (a run's only file straight into its step profiles, never holding its
+    buckets), then each run assembled with its scalars and, with ``diagnose``, judged
+    as a local run is (``kinds`` and ``roles`` as for `histoscope.diagnose`). The
+    records come without series."""
+    jobs = [(run.name, file, len(run.files) == 1) for run in runs for file in run.files]
+    workers = max(1, min(_FETCH_THREADS, len(jobs)))
+    with ThreadPoolExecutor(workers, thread_name_prefix="histoscope-fetch") as pool:
+        parts = iter(list(pool.map(lambda job: job[1].decode_part(job[0], alone=job[2]), jobs)))
+    return [
+        _core.assemble_run(
+            run.name,
+            [next(parts) for _ in run.files],
+            bytes=RunBatch((run,)).bytes,
+            diagnose=diagnose,
+            kinds=kinds,
+            roles=roles,
+        )
+        for run in runs
     ]
 
 
