@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 import warnings
 from collections.abc import Iterator
@@ -729,8 +730,13 @@ def test_the_overview_is_walked_by_keyboard_and_opens_a_card_at_a_step(
     big_page.keyboard.press("ArrowDown")
     big_page.keyboard.press("s")  # the row as sound: one tone per step
     expect(live).to_contain_text("Playing grads/layer000, 20 steps")
-    big_page.wait_for_timeout(2600)
-    expect(big_page.locator("body")).to_be_visible()
+    # a tone every 120 ms: waited for, not timed, as a loaded machine delays timers
+    # (polled from here: the page's CSP refuses wait_for_function's eval)
+    tones = "window.__audio.oscillators.length"
+    deadline = time.monotonic() + 15
+    while big_page.evaluate(tones) < 20 and time.monotonic() < deadline:
+        big_page.wait_for_timeout(100)
+    big_page.wait_for_timeout(300)
     assert big_page.evaluate("window.__audio.oscillators.length") == 20
     screenshot(big_page, "viewer_overview", full_page=False)
     big_page.keyboard.press("Enter")
