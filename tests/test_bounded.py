@@ -279,3 +279,43 @@ def test_remote_runs_are_batched_in_order_within_the_budget(
         if after is not None:
             assert batch.bytes + RunBatch(after.runs[:1]).bytes > budget
     assert sum(batch.files for batch in batches) == sum(map(len, sizes))
+
+
+def test_the_viewers_findings_read_again_only_the_runs_that_changed(
+    planted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from histoscope.view import refreshed
+
+    logdir = tmp_path / "sweep"
+    shutil.copytree(planted, logdir)
+    read: list[list[str]] = []
+    real = _core.RunStream
+
+    def counting(*args: object, **options: object) -> _core.RunStream:
+        if "runs" in options:  # the viewer's, not the whole diagnose's it is compared with
+            read.append(list(options["runs"]))  # type: ignore[call-overload]
+        return real(*args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(refreshed._core, "RunStream", counting)
+    findings = refreshed.Findings(str(logdir))
+
+    def fresh() -> list[dict]:
+        findings._at = -np.inf  # stale: as FINDINGS_SECONDS later
+        return findings.answer()["findings"]
+
+    def whole() -> list[dict]:
+        return [f.to_dict() for f in hs.diagnose(logdir)]
+
+    assert fresh() == whole() and read == [[f"run{r}" for r in range(6)]]
+    assert fresh() == whole() and read[1:] == []  # nothing changed: nothing read
+    # run5 was healthy; a later step turns its gradients NaN, in a file of its own
+    with hs.init("sweep", "run5", dir=tmp_path) as run:
+        for step in range(40, 45):
+            run.add_histogram("gradients/0.weight", np.full(100, np.nan), step=step)
+    assert ("run5", "nonfinite") in {(f["run"], f["kind"]) for f in fresh()}
+    assert read[1:] == [["run5"]] and fresh() == whole()
+    shutil.rmtree(logdir / "run3")
+    assert "run3" not in {f["run"] for f in fresh()} and read[2:] == []
+    assert fresh() == whole()

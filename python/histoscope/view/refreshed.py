@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -65,14 +66,17 @@ class Findings:
     """``histoscope.diagnose`` over the log directory, run again once its findings are
     FINDINGS_SECONDS old, or FINDINGS_PAUSE_FACTOR times as old as the last run took,
     whichever is later, so that checking a large log directory takes at most a fifth
-    of the server's time.
+    of the server's time. Each time, only the runs whose files changed (in size or
+    time of change), or that are new, are read again: every rule weighs a series
+    against its own run alone, so the other runs' findings stand.
     """
 
     def __init__(self, logdir: str) -> None:
         self._logdir = logdir
         self._at = -np.inf
         self._took = 0.0
-        self._found: list[dict[str, Any]] = []
+        #: Per run: its files' signature when it was last diagnosed, and its findings.
+        self._runs: dict[str, tuple[tuple[tuple[str, int, int], ...], list[dict[str, Any]]]] = {}
         self._lock = threading.Lock()
 
     def stale(self, now: float) -> bool:
@@ -80,14 +84,43 @@ class Findings:
         return now - self._at > max(FINDINGS_SECONDS, FINDINGS_PAUSE_FACTOR * self._took)
 
     def answer(self) -> dict[str, Any]:
-        from ..diagnose import diagnose
-
         with self._lock:
             if self.stale(time.monotonic()):
                 start = time.monotonic()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # damage is the follower's to report
-                    self._found = [finding.to_dict() for finding in diagnose(self._logdir)]
+                self._refresh()
                 self._at = time.monotonic()
                 self._took = self._at - start
-            return {"findings": self._found, "available": True}
+            found = [f for run in sorted(self._runs) for f in self._runs[run][1]]
+            return {"findings": found, "available": True}
+
+    def _refresh(self) -> None:
+        """Diagnoses the runs that changed since they were last, and forgets those gone."""
+        from ..diagnose import diagnose_runs
+
+        signatures = {run.name: _signature(run.files) for run in _core.discover_runs(self._logdir)}
+        held = self._runs
+        changed = [run for run, sig in signatures.items() if run not in held or held[run][0] != sig]
+        self._runs = {run: held for run, held in self._runs.items() if run in signatures}
+        if not changed:
+            return
+        stream = _core.RunStream(self._logdir, runs=changed, diagnose=True, series=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # damage is the follower's to report
+            diagnosis = diagnose_runs(stream)
+        by_run: dict[str, list[dict[str, Any]]] = {run: [] for run in changed}
+        for finding in diagnosis.findings:
+            by_run[finding.run].append(finding.to_dict())
+        for run, found in by_run.items():
+            self._runs[run] = (signatures[run], found)
+
+
+def _signature(files: list[str]) -> tuple[tuple[str, int, int], ...]:
+    """A run's files with their size and time of change; a file gone has neither."""
+    out = []
+    for path in files:
+        try:
+            stat = os.stat(path)
+            out.append((path, stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            out.append((path, -1, -1))
+    return tuple(out)
