@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -154,11 +154,22 @@ class EventStream:
     def feed(self, chunk: bytes) -> None: ...
     def finish(self) -> DecodedFile: ...
 
+class _Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
 @final
 class FilePieces:
     def __new__(
         cls, path: str | os.PathLike[str], budget: int, tags: list[str] | None = None
     ) -> Self: ...
+    @staticmethod
+    def fed(
+        path: str | os.PathLike[str],
+        size: int | None,
+        source: _Readable,
+        budget: int,
+        tags: list[str] | None = None,
+    ) -> FilePieces: ...
     def __iter__(self) -> Self: ...
     def __next__(self) -> DecodedFile: ...
     @property

@@ -1,10 +1,12 @@
 //! Bindings for reading in bulk: several log directories, runs from any source, a run one file at a time.
 
 use std::collections::HashSet;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 
 use super::check_bins;
 use super::records::{ChartsRecord, LogdirRecord, MergedRecord, RunFilesRecord};
@@ -17,6 +19,7 @@ use crate::logdir::run_set::{RunSet as CoreSet, RunSetError};
 use crate::read::event_file::{read_event_file, FileContents};
 use crate::read::event_stream::{EventStream as CoreStream, StreamError};
 use crate::read::file_pieces::FilePieces as CorePieces;
+use crate::read::tf_record::RecordReader;
 
 impl From<StreamError> for PyErr {
     fn from(e: StreamError) -> PyErr {
@@ -119,10 +122,17 @@ impl EventStream {
     }
 }
 
-/// A local events file read a piece of about `budget` bytes of records at a time:
+/// An events file read a piece of about `budget` bytes of records at a time:
 /// iterating gives each piece as a `DecodedFile`, the file's report with the last.
+/// `FilePieces(path, ...)` reads a local file; `FilePieces.fed(...)` reads a Python
+/// binary file object (an fsspec file), calling its `read`.
 #[pyclass(module = "histoscope._core")]
-pub struct FilePieces(CorePieces);
+pub struct FilePieces(Pieces);
+
+enum Pieces {
+    Local(CorePieces),
+    Fed(CorePieces<PyFile>),
+}
 
 #[pymethods]
 impl FilePieces {
@@ -130,7 +140,25 @@ impl FilePieces {
     #[pyo3(signature = (path, budget, tags=None))]
     fn new(py: Python<'_>, path: PathBuf, budget: u64, tags: Option<Vec<String>>) -> Self {
         let tags = tag_set(tags);
-        FilePieces(py.detach(|| CorePieces::open(&path, tags, budget)))
+        FilePieces(Pieces::Local(
+            py.detach(|| CorePieces::open(&path, tags, budget)),
+        ))
+    }
+
+    /// The pieces of the file `source` reads (a binary file object), reported as
+    /// `path`; `size`, when known, is its length.
+    #[staticmethod]
+    #[pyo3(signature = (path, size, source, budget, tags=None))]
+    fn fed(
+        path: PathBuf,
+        size: Option<u64>,
+        source: Py<PyAny>,
+        budget: u64,
+        tags: Option<Vec<String>>,
+    ) -> Self {
+        let reader = RecordReader::new(PyFile(source), size);
+        let pieces = CorePieces::from_reader(&path, reader, tag_set(tags), budget);
+        FilePieces(Pieces::Fed(pieces))
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -138,13 +166,42 @@ impl FilePieces {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> Option<DecodedFile> {
-        py.detach(|| self.0.next()).map(DecodedFile::new)
+        // A fed file's reads take the GIL back for each call to `read`.
+        let piece = match &mut self.0 {
+            Pieces::Local(pieces) => py.detach(|| pieces.next()),
+            Pieces::Fed(pieces) => py.detach(|| pieces.next()),
+        };
+        piece.map(DecodedFile::new)
     }
 
     /// Whether the file's last piece was handed out.
     #[getter]
     fn finished(&self) -> bool {
-        self.0.finished()
+        match &self.0 {
+            Pieces::Local(pieces) => pieces.finished(),
+            Pieces::Fed(pieces) => pieces.finished(),
+        }
+    }
+}
+
+/// A Python binary file object read as a Rust byte source.
+struct PyFile(Py<PyAny>);
+
+impl Read for PyFile {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        Python::attach(|py| {
+            let failed = |e: PyErr| io::Error::other(e.to_string());
+            let read = self
+                .0
+                .call_method1(py, "read", (out.len(),))
+                .map_err(failed)?;
+            let chunk = read
+                .extract::<PyBackedBytes>(py)
+                .map_err(|e| failed(e.into()))?;
+            let n = chunk.len().min(out.len());
+            out[..n].copy_from_slice(&chunk[..n]);
+            Ok(n)
+        })
     }
 }
 

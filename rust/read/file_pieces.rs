@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 
 use crate::read::event_file::{decode_records_until, FileContents};
@@ -14,9 +15,10 @@ use crate::read::tf_record::RecordReader;
 /// bytes further; its `plugins` are those named so far in the file, so a value
 /// is confirmed as it is in the whole file. The file's report (all its damage,
 /// its cut-off tail, an open or read error) comes with the last piece; the
-/// others carry a clean one, so the file is reported once.
-pub struct FilePieces {
-    reader: Option<RecordReader<File>>,
+/// others carry a clean one, so the file is reported once. The bytes come from a
+/// local file, or from any reader (object storage).
+pub struct FilePieces<R = File> {
+    reader: Option<RecordReader<R>>,
     tags: Option<HashSet<String>>,
     plugins: HashMap<String, String>,
     /// None once the last piece was handed out.
@@ -24,7 +26,7 @@ pub struct FilePieces {
     budget: u64,
 }
 
-impl FilePieces {
+impl FilePieces<File> {
     /// Opens `path`; a file that cannot be opened gives one empty piece whose report says why.
     pub fn open(path: &Path, tags: Option<HashSet<String>>, budget: u64) -> Self {
         let mut report = FileReport::new(path);
@@ -35,6 +37,27 @@ impl FilePieces {
                 None
             }
         };
+        FilePieces::new(reader, report, tags, budget)
+    }
+}
+
+impl<R: Read> FilePieces<R> {
+    /// The pieces of the file `reader` reads, reported as `path`.
+    pub fn from_reader(
+        path: &Path,
+        reader: RecordReader<R>,
+        tags: Option<HashSet<String>>,
+        budget: u64,
+    ) -> Self {
+        FilePieces::new(Some(reader), FileReport::new(path), tags, budget)
+    }
+
+    fn new(
+        reader: Option<RecordReader<R>>,
+        report: FileReport,
+        tags: Option<HashSet<String>>,
+        budget: u64,
+    ) -> Self {
         FilePieces {
             reader,
             tags,
@@ -50,7 +73,7 @@ impl FilePieces {
     }
 }
 
-impl Iterator for FilePieces {
+impl<R: Read> Iterator for FilePieces<R> {
     type Item = FileContents;
 
     fn next(&mut self) -> Option<FileContents> {
@@ -170,5 +193,18 @@ mod tests {
         assert_eq!(pieces.len(), 1);
         assert!(pieces[0].entries.is_empty());
         assert!(pieces[0].report.has_problems());
+    }
+
+    #[test]
+    fn pieces_read_from_any_reader_are_the_files_pieces() {
+        let bytes = events();
+        let path = temp_file("reader", &bytes);
+        let from_file: Vec<FileContents> = FilePieces::open(&path, None, 60).collect();
+        let size = Some(bytes.len() as u64);
+        let reader = RecordReader::new(std::io::Cursor::new(bytes), size);
+        let fed: Vec<FileContents> = FilePieces::from_reader(&path, reader, None, 60).collect();
+        assert!(from_file.len() > 3);
+        assert_eq!(format!("{fed:?}"), format!("{from_file:?}"));
+        std::fs::remove_file(path).unwrap();
     }
 }

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from .. import _args, _core
 from ..progress import Progress
 from .reader import Logdirs
-from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
+from .storage import CHUNK_BYTES, EventFileRef, RunRef, find_runs, resolve_logdirs
 from .tidy import STAT_COLUMNS, schema, table_of_records
 
 __all__ = ["PIECE_BYTES", "ROW_GROUP_BYTES", "ExportSummary", "export_parquet"]
@@ -78,7 +78,7 @@ def export_parquet(
 
     ``logdir``, ``tags``, ``runs`` and ``storage_options`` are as for
     `histoscope.load_histograms`. ``progress``, if given, is a terminal to draw a
-    progress line on (see `histoscope.progress`). A local events file larger than
+    progress line on (see `histoscope.progress`). An events file larger than
     ``piece_bytes`` is read in pieces of about that many bytes of records, so that
     memory stays bounded whatever the files' sizes. The file is
     written under a temporary name and renamed when complete. Needs
@@ -242,15 +242,40 @@ def _file_jobs(
 
 
 def _in_pieces(file: EventFileRef, budget: int) -> bool:
-    """Whether ``file`` is read in pieces: a local file larger than the budget."""
-    return file.fs is None and file.nbytes > budget
+    """Whether ``file`` is read in pieces: a file larger than the budget."""
+    return file.nbytes > budget
 
 
 def _pieces(file: EventFileRef, budget: int, tags: list[str] | None) -> Iterator[_core.DecodedFile]:
     """The file's pieces, or the file whole when it is not read in pieces."""
-    if _in_pieces(file, budget):
+    if not _in_pieces(file, budget):
+        return iter([file.decode(tags)])
+    if file.fs is None:
         return _core.FilePieces(file.path, budget, tags)
-    return iter([file.decode(tags)])
+    return _FetchedPieces(file, budget, tags)
+
+
+class _FetchedPieces:
+    """A remote file's pieces, fetched a chunk at a time as the core reads on; the file
+    is closed once its last piece is handed out."""
+
+    def __init__(self, file: EventFileRef, budget: int, tags: list[str] | None) -> None:
+        self._source = file.fs.open(file.path, "rb", block_size=CHUNK_BYTES)
+        self._pieces = _core.FilePieces.fed(file.display, file.size, self._source, budget, tags)
+
+    def __iter__(self) -> _FetchedPieces:
+        return self
+
+    def __next__(self) -> _core.DecodedFile:
+        piece = next(self._pieces)  # the last piece comes before the end, never StopIteration
+        if self._pieces.finished:
+            self._source.close()
+        return piece
+
+    @property
+    def finished(self) -> bool:
+        """Whether the file's last piece was handed out."""
+        return self._pieces.finished
 
 
 @dataclass(frozen=True)
