@@ -8,8 +8,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::batch::tag_set;
-use super::stream::{reading, Ready, RunRecord};
-use crate::diagnose::{diagnose_run, Options};
+use super::stream::{diagnosed, reading, RunRecord};
+use crate::diagnose::Options;
 use crate::logdir::run_parts::{self, read_part, Fed, RunPart};
 use crate::logdir::stream::StreamedRun;
 use crate::read::event_stream::EventStream;
@@ -83,22 +83,13 @@ fn assemble_run(
         .map(|p| p.0.lock().ok().and_then(|mut held| held.take()))
         .collect::<Option<Vec<RunPart>>>()
         .ok_or_else(|| PyValueError::new_err("a decoded part was already assembled into a run"))?;
+    let options = diagnose.then_some(options);
     let ready = py.detach(|| {
-        let loaded = run_parts::assemble_run(&run, taken, reading(series));
-        let findings = if diagnose {
-            diagnose_run(&loaded, &options)
-        } else {
-            Vec::new()
-        };
-        Ready {
-            streamed: StreamedRun {
-                run: loaded,
-                files,
-                bytes,
-            },
-            findings,
-        }
+        let run = run_parts::assemble_run(&run, taken, reading(series));
+        let streamed = StreamedRun { run, files, bytes };
+        diagnosed(vec![streamed], options.as_ref()).pop()
     });
+    let ready = ready.expect("one run in, one run out");
     RunRecord::new(py, ready)
 }
 

@@ -45,8 +45,8 @@ impl RunRecord {
 
 /// A run read and reduced, waiting for Python to take it.
 pub(super) struct Ready {
-    pub(super) streamed: StreamedRun,
-    pub(super) findings: Vec<Finding>,
+    streamed: StreamedRun,
+    findings: Vec<Finding>,
 }
 
 impl RunRecord {
@@ -161,7 +161,7 @@ impl RunStream {
 }
 
 /// Each run of a batch with its findings, where asked for, each run diagnosed on its own core.
-fn diagnosed(batch: Vec<StreamedRun>, options: Option<&Options>) -> Vec<Ready> {
+pub(super) fn diagnosed(batch: Vec<StreamedRun>, options: Option<&Options>) -> Vec<Ready> {
     batch
         .into_par_iter()
         .map(|streamed| {
