@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 from pathlib import Path
+
+import histoscope
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -71,3 +74,28 @@ def test_ls_exit_statuses(fixtures: Path, tmp_path: Path) -> None:
     assert run_cli("ls", str(tmp_path / "nope")).returncode == 2
     assert run_cli("no-such-command").returncode == 2
     assert run_cli().returncode == 2
+
+
+def test_ls_on_a_thousand_damaged_records_prints_one_short_line(tmp_path: Path) -> None:
+    run = histoscope.init("damaged", run_name="run", dir=tmp_path)
+    for step in range(1000):
+        run.add_histogram("h", [0.0, 1.0, float(step)], step=step, bins=4)
+    run.finish()
+    (path,) = (tmp_path / "damaged" / "run").glob("*tfevents*")
+    data = bytearray(path.read_bytes())
+    at, flipped = 0, 0
+    while at < len(data):
+        (length,) = struct.unpack_from("<Q", data, at)
+        if flipped < 1000 and length > 40:  # a histogram's record, not file_version's
+            data[at + 12 + length // 2] ^= 0xFF  # the middle of its data: its checksum fails
+            flipped += 1
+        at += 16 + length
+    path.write_bytes(bytes(data))
+    assert flipped == 1000
+    out = run_cli("ls", str(tmp_path / "damaged"))
+    lines = out.stdout.splitlines()
+    damage = [line for line in lines if "skipped 1000 damaged records" in line]
+    assert len(damage) == 1, out.stdout
+    assert damage[0].count("checksum mismatch") == 3
+    assert damage[0].endswith("and 997 more)")
+    assert len(out.stdout) < 1000, out.stdout

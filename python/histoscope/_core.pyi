@@ -92,6 +92,7 @@ class FileReport:
     incomplete_tail: Final[int | None]
     newest: Final[bool]
     tail_note: Final[str | None]
+    shared_note: Final[str | None]
 
 @final
 class LogdirRecord:

@@ -49,6 +49,8 @@ def _list_logdir(logdir: str, out: TextIO) -> int:
     for report in loaded.reports:
         if report.tail_note:
             print(report.tail_note, file=out)
+        if report.shared_note:
+            print(report.shared_note, file=out)
     return 0
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "RequestError",
     "RequestNotFoundError",
     "ShardedWarning",
+    "SharedTagWarning",
     "UnloggedWarning",
     "UnsupportedTrainingError",
     "UnwrittenWarning",
@@ -41,6 +42,12 @@ class HistoscopeWarning(UserWarning):
 
 class DamagedFileWarning(HistoscopeWarning):
     """Part of an events file was damaged and skipped; the message gives the byte offsets."""
+
+
+class SharedTagWarning(HistoscopeWarning):
+    """One tag held several values in each step of a file (Keras 3 before keras#22317 names
+    every layer's weights by their short name): each position was kept as its own series,
+    ``tag``, ``tag (2)``, ..., and the message names them."""
 
 
 class NotFoundWarning(HistoscopeWarning):

@@ -21,6 +21,7 @@ use crate::histograms::stats::Stats;
 use crate::logdir::merge::merge_run;
 use crate::read::event_file::{read_records, Entry, FileContents};
 use crate::read::report::FileReport;
+use crate::read::shared_tags::StepBurst;
 use crate::read::tf_record::RecordReader;
 
 /// What one read of a file's next records gave.
@@ -123,13 +124,14 @@ pub fn index_segment(
     start: u64,
     max_bytes: u64,
     plugins: &mut HashMap<String, String>,
+    burst: &mut StepBurst,
 ) -> SegmentIndex {
     let Segment {
         end,
         starts,
         series,
         report,
-    } = read_segment(run, path, start, max_bytes, plugins, None);
+    } = read_segment(run, path, start, max_bytes, plugins, burst, None);
     SegmentIndex {
         end,
         starts,
@@ -142,20 +144,23 @@ pub fn index_segment(
 ///
 /// `plugins` is the run's map of tag to plugin name from the records read
 /// before (TF2 writes a histogram's plugin only with its first value); it is
-/// extended with what this segment names. A single record longer than
-/// `max_bytes` is read whole.
+/// extended with what this segment names. `burst` is the file's step at
+/// `start` (see [`StepBurst`]), moved on to the segment's end. A single record
+/// longer than `max_bytes` is read whole.
 pub fn read_segment(
     run: &str,
     path: &Path,
     start: u64,
     max_bytes: u64,
     plugins: &mut HashMap<String, String>,
+    burst: &mut StepBurst,
     tags: Option<&HashSet<String>>,
 ) -> Segment {
     let mut budget = max_bytes.max(1);
     loop {
         let mut contents = FileContents {
             plugins: plugins.clone(),
+            burst: burst.clone(),
             report: FileReport::new(path),
             ..Default::default()
         };
@@ -179,6 +184,7 @@ pub fn read_segment(
             Some(tail) => start + tail,
             None => start + limit,
         };
+        *burst = std::mem::take(&mut contents.burst);
         return finish(run, start, end, contents, plugins);
     }
 }
@@ -265,7 +271,15 @@ mod tests {
         let cut = bytes.len() - 4;
         let path = temp_file("tail", &bytes[..cut]);
         let mut plugins = HashMap::new();
-        let first = read_segment("r", &path, 0, 1 << 20, &mut plugins, None);
+        let first = read_segment(
+            "r",
+            &path,
+            0,
+            1 << 20,
+            &mut plugins,
+            &mut StepBurst::default(),
+            None,
+        );
         assert_eq!(first.end, whole as u64);
         assert_eq!(steps(&first, "h"), vec![0, 1]);
         assert_eq!(first.report.incomplete_tail, Some(whole as u64));
@@ -276,7 +290,15 @@ mod tests {
             .unwrap()
             .write_all(&bytes[cut..])
             .unwrap();
-        let second = read_segment("r", &path, first.end, 1 << 20, &mut plugins, None);
+        let second = read_segment(
+            "r",
+            &path,
+            first.end,
+            1 << 20,
+            &mut plugins,
+            &mut StepBurst::default(),
+            None,
+        );
         std::fs::remove_file(&path).unwrap();
         assert_eq!(steps(&second, "h"), vec![2, 3]);
         assert_eq!(second.end, bytes.len() as u64);
@@ -293,12 +315,28 @@ mod tests {
         let mut seen = Vec::new();
         let mut start = 0;
         while start < bytes.len() as u64 {
-            let segment = read_segment("r", &path, start, record + record / 2, &mut plugins, None);
+            let segment = read_segment(
+                "r",
+                &path,
+                start,
+                record + record / 2,
+                &mut plugins,
+                &mut StepBurst::default(),
+                None,
+            );
             assert_eq!(segment.end - start, record);
             seen.extend(steps(&segment, "h"));
             start = segment.end;
         }
-        let tiny = read_segment("r", &path, 0, 3, &mut plugins, None);
+        let tiny = read_segment(
+            "r",
+            &path,
+            0,
+            3,
+            &mut plugins,
+            &mut StepBurst::default(),
+            None,
+        );
         std::fs::remove_file(&path).unwrap();
         assert_eq!(seen, vec![1, 2, 3, 4, 5]);
         assert_eq!(tiny.end, record);
@@ -312,10 +350,34 @@ mod tests {
         let bytes = [first.clone(), second].concat();
         let path = temp_file("plugins", &bytes);
         let mut plugins = HashMap::new();
-        let head = read_segment("r", &path, 0, first.len() as u64, &mut plugins, None);
-        let rest = read_segment("r", &path, head.end, 1 << 20, &mut plugins, None);
+        let head = read_segment(
+            "r",
+            &path,
+            0,
+            first.len() as u64,
+            &mut plugins,
+            &mut StepBurst::default(),
+            None,
+        );
+        let rest = read_segment(
+            "r",
+            &path,
+            head.end,
+            1 << 20,
+            &mut plugins,
+            &mut StepBurst::default(),
+            None,
+        );
         let mut fresh = HashMap::new();
-        let alone = read_segment("r", &path, head.end, 1 << 20, &mut fresh, None);
+        let alone = read_segment(
+            "r",
+            &path,
+            head.end,
+            1 << 20,
+            &mut fresh,
+            &mut StepBurst::default(),
+            None,
+        );
         std::fs::remove_file(&path).unwrap();
         assert_eq!(steps(&head, "t"), vec![0]);
         assert_eq!(steps(&rest, "t"), vec![1]);
@@ -334,7 +396,15 @@ mod tests {
         ]
         .concat();
         let path = temp_file("starts", &bytes);
-        let segment = read_segment("r", &path, 0, 1 << 20, &mut HashMap::new(), None);
+        let segment = read_segment(
+            "r",
+            &path,
+            0,
+            1 << 20,
+            &mut HashMap::new(),
+            &mut StepBurst::default(),
+            None,
+        );
         std::fs::remove_file(&path).unwrap();
         assert_eq!(segment.starts, vec![1]);
         assert_eq!(steps(&segment, "h"), vec![0, 1]);
@@ -353,6 +423,7 @@ mod tests {
             second as u64,
             1 << 20,
             &mut HashMap::new(),
+            &mut StepBurst::default(),
             None,
         );
         std::fs::remove_file(&path).unwrap();
@@ -366,8 +437,23 @@ mod tests {
         let bytes = [legacy_event(1), restart(2), legacy_event(2)].concat();
         let path = temp_file("index", &bytes);
         let mut plugins = HashMap::new();
-        let index = index_segment("r", &path, 0, 1 << 20, &mut plugins);
-        let read = read_segment("r", &path, 0, 1 << 20, &mut plugins, None);
+        let index = index_segment(
+            "r",
+            &path,
+            0,
+            1 << 20,
+            &mut plugins,
+            &mut StepBurst::default(),
+        );
+        let read = read_segment(
+            "r",
+            &path,
+            0,
+            1 << 20,
+            &mut plugins,
+            &mut StepBurst::default(),
+            None,
+        );
         std::fs::remove_file(&path).unwrap();
         let [series] = &index.series[..] else {
             panic!("one tag, got {:?}", index.series);
@@ -396,7 +482,15 @@ mod tests {
     #[test]
     fn a_missing_file_reads_nothing_and_says_why() {
         let path = std::env::temp_dir().join("histoscope-follow-no-such-file");
-        let segment = read_segment("r", &path, 0, 10, &mut HashMap::new(), None);
+        let segment = read_segment(
+            "r",
+            &path,
+            0,
+            10,
+            &mut HashMap::new(),
+            &mut StepBurst::default(),
+            None,
+        );
         assert_eq!(segment.end, 0);
         assert!(segment.series.is_empty());
         assert!(segment.report.error.is_some());

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use crate::histograms::series::Series;
 use crate::logdir::bucket_cache::{entry_bytes, ByteLru, SharedBuckets, StepBuckets, StepKey};
 use crate::logdir::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
+use crate::read::shared_tags::StepBurst;
 
 /// One tag's buckets at one step, read again.
 type TagStep = (String, i64, StepBuckets);
@@ -99,11 +100,14 @@ impl TagIndex {
 }
 
 /// A stretch of whole records of one file, read once; read again for buckets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Span {
     path: PathBuf,
     start: u64,
     end: u64,
+    /// The file's step at `start`, where the file writes a tag several times a
+    /// step (see [`StepBurst`]): its values are named by position from it again.
+    burst: Option<Box<StepBurst>>,
 }
 
 /// One run, followed.
@@ -114,6 +118,8 @@ pub struct RunLoader {
     number: u64,
     offsets: HashMap<PathBuf, u64>,
     plugins: HashMap<String, String>,
+    /// Each file's step at its offset.
+    bursts: HashMap<PathBuf, StepBurst>,
     spans: Vec<Span>,
     tags: BTreeMap<String, TagIndex>,
     /// Counts up with every segment applied.
@@ -139,6 +145,7 @@ impl RunLoader {
             number: LOADERS.fetch_add(1, Ordering::Relaxed),
             offsets: HashMap::new(),
             plugins: HashMap::new(),
+            bursts: HashMap::new(),
             spans: Vec::new(),
             tags: BTreeMap::new(),
             version: 0,
@@ -185,14 +192,20 @@ impl RunLoader {
         self.plugins.clone()
     }
 
-    /// Records a segment read from `path` at `start`, with the plugin map after it;
-    /// returns whether it held any whole record.
+    /// The step `path` was in at its offset, to read its next segment from.
+    pub fn burst(&self, path: &Path) -> StepBurst {
+        self.bursts.get(path).cloned().unwrap_or_default()
+    }
+
+    /// Records a segment read from `path` at `start`, with the plugin map and the
+    /// file's step after it; returns whether it held any whole record.
     pub fn apply(
         &mut self,
         path: &Path,
         start: u64,
         segment: SegmentIndex,
         plugins: HashMap<String, String>,
+        burst: StepBurst,
     ) -> bool {
         self.plugins = plugins;
         if segment.end == start {
@@ -200,10 +213,14 @@ impl RunLoader {
         }
         self.offsets.insert(path.to_path_buf(), segment.end);
         let number = self.spans.len();
+        // Only a file with tags kept apart needs its step at each span's start.
+        let before = self.bursts.insert(path.to_path_buf(), burst);
+        let before = before.filter(|b| !b.shared().is_empty()).map(Box::new);
         self.spans.push(Span {
             path: path.to_path_buf(),
             start,
             end: segment.end,
+            burst: before,
         });
         for step in segment.starts {
             self.tags.values_mut().for_each(|t| t.purge_from(step));
@@ -331,12 +348,14 @@ fn reread(
     }
     // The plugin map as it stands now names every tag the span's records may leave unnamed.
     let mut plugins = plugins.clone();
+    let mut burst = span.burst.as_deref().cloned().unwrap_or_default();
     let read = read_segment(
         run,
         &path,
         span.start,
         span.end - span.start,
         &mut plugins,
+        &mut burst,
         None,
     );
     if let Some(reason) = read.report.error {
@@ -379,16 +398,16 @@ pub fn read(
     let name = lock().name.clone();
     let mut done: Vec<&Path> = Vec::new();
     loop {
-        let (path, start, mut plugins) = {
+        let (path, start, mut plugins, mut burst) = {
             let run = lock();
             let Some((path, start)) = run.next_read(files, &done) else {
                 return Progress::CaughtUp;
             };
-            (path, start, run.plugins())
+            (path, start, run.plugins(), run.burst(path))
         };
-        let segment = index_segment(&name, path, start, max_bytes, &mut plugins);
+        let segment = index_segment(&name, path, start, max_bytes, &mut plugins, &mut burst);
         let mut run = lock();
-        if !run.apply(path, start, segment, plugins) {
+        if !run.apply(path, start, segment, plugins, burst) {
             // Only a record still being written is left in this file.
             done.push(path);
             continue;

@@ -144,6 +144,7 @@ fn read_file_with_evidence(
         entries: sink.inner,
         plugins,
         report,
+        ..Default::default()
     };
     (contents, sink.marks)
 }

@@ -339,6 +339,8 @@ pub struct FileReportRecord {
     pub newest: bool,
     /// What the cut-off record means, when there is one.
     pub tail_note: Option<String>,
+    /// Which tags were written several times a step and kept apart by position.
+    pub shared_note: Option<String>,
 }
 
 impl From<FileReport> for FileReportRecord {
@@ -350,6 +352,7 @@ impl From<FileReport> for FileReportRecord {
             incomplete_tail: r.incomplete_tail,
             newest: r.newest,
             tail_note: r.tail_note(),
+            shared_note: r.shared_note(),
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::histograms::stats::Stats;
 use crate::read::optimizer_note::{self, OptimizerNote};
 use crate::read::proto_view::{summary_values, EventView, HistogramView, TensorView, ValueView};
 use crate::read::report::{Damage, FileReport};
+use crate::read::shared_tags::StepBurst;
 use crate::read::tf_record::{ReadRecordError, RecordReader};
 use crate::read::wire::WireError;
 
@@ -103,6 +104,8 @@ pub struct FileContents {
     pub entries: Vec<Entry>,
     /// Each tag's plugin, from the first value of it in this file that named one.
     pub plugins: HashMap<String, String>,
+    /// The step the file's last value was in, for the next read of a file read in parts.
+    pub burst: StepBurst,
     pub report: FileReport,
 }
 
@@ -115,6 +118,7 @@ pub fn read_event_file(path: &Path, tags: Option<&HashSet<String>>) -> FileConte
         entries,
         plugins,
         report,
+        ..Default::default()
     }
 }
 
@@ -192,9 +196,11 @@ pub fn read_records<R: io::Read>(
     let FileContents {
         entries,
         plugins,
+        burst,
         report,
     } = contents;
-    decode_records(reader, tags, entries, plugins, report);
+    let mut reader = reader;
+    decode_records_until(&mut reader, tags, entries, plugins, burst, report, u64::MAX);
 }
 
 /// Reads every record of `reader`, handing histograms to `sink` and noting
@@ -206,17 +212,29 @@ pub fn decode_records<R: io::Read, S: Sink>(
     plugins: &mut HashMap<String, String>,
     report: &mut FileReport,
 ) {
-    decode_records_until(&mut reader, tags, sink, plugins, report, u64::MAX);
+    let mut burst = StepBurst::default();
+    decode_records_until(
+        &mut reader,
+        tags,
+        sink,
+        plugins,
+        &mut burst,
+        report,
+        u64::MAX,
+    );
 }
 
 /// [`decode_records`] up to the first record boundary at or past input offset
 /// `stop`; returns whether it stopped there, so that records may be left to read.
-/// `plugins` carries what earlier records named to the next call.
+/// `plugins` carries what earlier records named to the next call, and `burst`
+/// the step the last value was in (see [`StepBurst`]); the report names the tags
+/// the file has held several times in one step so far.
 pub fn decode_records_until<R: io::Read, S: Sink>(
     reader: &mut RecordReader<R>,
     tags: Option<&HashSet<String>>,
     sink: &mut S,
     plugins: &mut HashMap<String, String>,
+    burst: &mut StepBurst,
     report: &mut FileReport,
     stop: u64,
 ) -> bool {
@@ -224,8 +242,20 @@ pub fn decode_records_until<R: io::Read, S: Sink>(
         tags,
         sink,
         plugins,
+        burst,
         scratch: Vec::new(),
     };
+    let stopped = decode_until(reader, &mut decoder, report, stop);
+    report.shared_tags.clone_from(decoder.burst.shared());
+    stopped
+}
+
+fn decode_until<R: io::Read, S: Sink>(
+    reader: &mut RecordReader<R>,
+    decoder: &mut Decoder<'_, S>,
+    report: &mut FileReport,
+    stop: u64,
+) -> bool {
     loop {
         if reader.offset() >= stop {
             return true;
@@ -267,6 +297,7 @@ struct Decoder<'a, S> {
     tags: Option<&'a HashSet<String>>,
     sink: &'a mut S,
     plugins: &'a mut HashMap<String, String>,
+    burst: &'a mut StepBurst,
     /// Reused for every value's buckets, so decoding allocates nothing per record.
     scratch: Vec<f64>,
 }
@@ -311,28 +342,30 @@ impl<S: Sink> Decoder<'_, S> {
         if self.evidence(step, value) {
             return Ok(());
         }
-        if self.tags.is_some_and(|wanted| !wanted.contains(tag)) {
-            return Ok(());
-        }
         let in_value = |source| ReadEventError::Value {
             tag: tag.to_owned(),
             source,
         };
-        self.scratch.clear();
-        let (stats, confirmed) = if let Some(histo) = value.histo {
-            let stats = legacy(histo, &mut self.scratch).map_err(in_value)?;
-            (stats, true)
-        } else if let Some(tensor) = value.tensor {
-            let confirmed = match self.plugins.get(tag) {
-                Some(plugin) if plugin != HISTOGRAM_PLUGIN => return Ok(()),
-                known => known.is_some(),
-            };
-            if !tensor_histogram(tensor, confirmed, &mut self.scratch).map_err(in_value)? {
-                return Ok(());
-            }
-            (Stats::of_buckets(&self.scratch), confirmed)
-        } else {
+        let Some(payload) = self.classify(value).map_err(in_value)? else {
             return Ok(());
+        };
+        // Every histogram value counts towards its position, wanted or not, so
+        // that a tag's n-th layer has the same name whichever tags are read.
+        let name = self.burst.name(tag, step, wall_time);
+        if self
+            .tags
+            .is_some_and(|wanted| !wanted.contains(name.as_ref()))
+        {
+            return Ok(());
+        }
+        self.scratch.clear();
+        let (stats, confirmed) = match payload {
+            Payload::Legacy(histo) => (legacy(histo, &mut self.scratch).map_err(in_value)?, true),
+            Payload::Tensor(tensor, confirmed) => {
+                data_compat::tensor_buckets(&tensor, &mut self.scratch)
+                    .map_err(|e| in_value(e.into()))?;
+                (Stats::of_buckets(&self.scratch), confirmed)
+            }
         };
         let point = PointView {
             step,
@@ -340,10 +373,51 @@ impl<S: Sink> Decoder<'_, S> {
             buckets: &self.scratch,
             stats,
         };
-        self.sink.histogram(tag, point, confirmed);
+        self.sink.histogram(&name, point, confirmed);
         Ok(())
     }
+
+    /// Whether a value is a histogram, and in which form, judged by the value
+    /// itself first: its own metadata, then its tag's from earlier in the file.
+    /// Another plugin's value (an image under a weight's tag, as Keras 2 writes
+    /// with `write_images=True`) is not a histogram, and not damage either.
+    fn classify<'v>(&self, value: ValueView<'v>) -> Result<Option<Payload<'v>>, ValueError> {
+        if let Some(histo) = value.histo {
+            return Ok(Some(Payload::Legacy(histo)));
+        }
+        let Some(tensor) = value.tensor else {
+            return Ok(None);
+        };
+        let plugin = value
+            .plugin
+            .or_else(|| self.plugins.get(value.tag).map(String::as_str));
+        let confirmed = match plugin {
+            Some(HISTOGRAM_PLUGIN) => true,
+            Some(_) => return Ok(None),
+            None => false,
+        };
+        let tensor = match TensorView::decode(tensor) {
+            Ok(t) => t,
+            Err(_) if !confirmed => return Ok(None),
+            Err(e) => return Err(ValueError::TensorProto(e)),
+        };
+        if tensor.dtype == DT_STRING || (!confirmed && !data_compat::is_histogram_shaped(&tensor)) {
+            return Ok(None);
+        }
+        Ok(Some(Payload::Tensor(tensor, confirmed)))
+    }
 }
+
+/// A histogram value's payload, before its buckets are decoded.
+enum Payload<'v> {
+    /// A `HistogramProto` (TF1, PyTorch, tensorboardX, histoscope).
+    Legacy(&'v [u8]),
+    /// A `[k, 3]` tensor (TF2); whether its tag's metadata said it is a histogram.
+    Tensor(TensorView<'v>, bool),
+}
+
+/// `DT_STRING`: the dtype of image, audio and text summaries, never of a histogram.
+const DT_STRING: i32 = 7;
 
 impl<S: Sink> Decoder<'_, S> {
     /// Hands a scalar or an optimizer note to the sink; false for any other value.
@@ -402,22 +476,86 @@ fn legacy(histo: &[u8], out: &mut Vec<f64>) -> Result<Stats, ValueError> {
     }
 }
 
-/// Decodes a tensor value's buckets into `out`, borrowing its values from
-/// the record; false for an unconfirmed tensor that is not (k, 3) numeric,
-/// which is some other plugin's data and not damage.
-fn tensor_histogram(
-    tensor: &[u8],
-    confirmed: bool,
-    out: &mut Vec<f64>,
-) -> Result<bool, ValueError> {
-    let t = match TensorView::decode(tensor) {
-        Ok(t) => t,
-        Err(_) if !confirmed => return Ok(false),
-        Err(e) => return Err(ValueError::TensorProto(e)),
-    };
-    if !confirmed && !data_compat::is_histogram_shaped(&t) {
-        return Ok(false);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::test_events::{image_summary, legacy_histogram, tensor_histogram};
+
+    fn read(bytes: &[u8]) -> FileContents {
+        let mut contents = FileContents::default();
+        read_records(RecordReader::new(bytes, None), None, &mut contents);
+        contents
     }
-    data_compat::tensor_buckets(&t, out)?;
-    Ok(true)
+
+    fn tags(contents: &FileContents) -> Vec<(String, i64)> {
+        contents
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Histogram { tag, point, .. } => Some((tag.clone(), point.step)),
+                Entry::Start { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn another_plugins_value_under_a_histogram_tag_is_neither_data_nor_damage() {
+        let rows = [0.0, 1.0, 4.0];
+        let bytes = [
+            tensor_histogram("dense/kernel_0", 0, &rows, true),
+            image_summary("dense/kernel_0", 0),
+            tensor_histogram("dense/kernel_0", 1, &rows, false),
+            image_summary("dense/kernel_0", 1),
+        ]
+        .concat();
+        let contents = read(&bytes);
+        assert_eq!(contents.report, FileReport::default());
+        let want = vec![("dense/kernel_0".to_owned(), 0), ("dense/kernel_0".to_owned(), 1)];
+        assert_eq!(tags(&contents), want);
+    }
+
+    #[test]
+    fn one_tag_written_per_layer_in_one_step_comes_back_as_one_series_per_position() {
+        let step = |s: i64| {
+            let mut events = Vec::new();
+            for (layer, width) in [(1, 2), (2, 3), (3, 1)] {
+                let counts = vec![f64::from(layer); width];
+                events.push(legacy_histogram("kernel/histogram", s, &counts));
+                events.push(legacy_histogram("bias/histogram", s, &counts[..1]));
+            }
+            events.concat()
+        };
+        let contents = read(&[step(0), step(1)].concat());
+        let names: Vec<String> = tags(&contents).into_iter().map(|(t, _)| t).collect();
+        let one_step = [
+            "kernel/histogram",
+            "bias/histogram",
+            "kernel/histogram (2)",
+            "bias/histogram (2)",
+            "kernel/histogram (3)",
+            "bias/histogram (3)",
+        ];
+        assert_eq!(names, [one_step, one_step].concat());
+        let shared: Vec<(&str, u32)> = contents
+            .report
+            .shared_tags
+            .iter()
+            .map(|(t, n)| (t.as_str(), *n))
+            .collect();
+        assert_eq!(shared, [("bias/histogram", 3), ("kernel/histogram", 3)]);
+        assert!(!contents.report.has_problems());
+    }
+
+    #[test]
+    fn a_tags_position_counts_whichever_tags_are_read() {
+        let bytes = [
+            legacy_histogram("k", 0, &[1.0]),
+            legacy_histogram("k", 0, &[1.0, 1.0]),
+        ]
+        .concat();
+        let wanted = HashSet::from(["k (2)".to_owned()]);
+        let mut contents = FileContents::default();
+        read_records(RecordReader::new(&bytes[..], None), Some(&wanted), &mut contents);
+        assert_eq!(tags(&contents), vec![("k (2)".to_owned(), 0)]);
+    }
 }

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::read::event_file::{decode_records_until, FileContents};
 use crate::read::report::FileReport;
+use crate::read::shared_tags::StepBurst;
 use crate::read::tf_record::RecordReader;
 
 /// The pieces of one events file, in order. Each piece holds the records from
@@ -21,6 +22,7 @@ pub struct FilePieces<R = File> {
     reader: Option<RecordReader<R>>,
     tags: Option<HashSet<String>>,
     plugins: HashMap<String, String>,
+    burst: StepBurst,
     /// None once the last piece was handed out.
     report: Option<FileReport>,
     budget: u64,
@@ -62,6 +64,7 @@ impl<R: Read> FilePieces<R> {
             reader,
             tags,
             plugins: HashMap::new(),
+            burst: StepBurst::default(),
             report: Some(report),
             budget: budget.max(1),
         }
@@ -88,6 +91,7 @@ impl<R: Read> Iterator for FilePieces<R> {
                     tags,
                     &mut entries,
                     &mut self.plugins,
+                    &mut self.burst,
                     &mut report,
                     stop,
                 )
@@ -104,6 +108,7 @@ impl<R: Read> Iterator for FilePieces<R> {
         Some(FileContents {
             entries,
             plugins: self.plugins.clone(),
+            burst: self.burst.clone(),
             report,
         })
     }

@@ -1,7 +1,13 @@
 //! What reading a file had to skip, and why, for the one warning per file a user sees.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+use crate::read::shared_tags;
+
+/// How many damaged stretches a file's summary lists before it only counts the rest.
+pub const LISTED_DAMAGE: usize = 3;
 
 /// Why a stretch of a file was not read as data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +110,9 @@ pub struct FileReport {
     pub error: Option<String>,
     /// Whether this is its run's newest file, the only one a writer may still be writing.
     pub newest: bool,
+    /// The tags written several times in one step, kept apart by position (see
+    /// [`crate::read::shared_tags`]), with the most values of one step.
+    pub shared_tags: BTreeMap<String, u32>,
 }
 
 impl FileReport {
@@ -138,8 +147,7 @@ impl FileReport {
         }
         let mut line = format!("{}: {}", self.path.display(), parts.join(" and "));
         if !self.damaged.is_empty() {
-            let details: Vec<String> = self.damaged.iter().map(|d| d.to_string()).collect();
-            line.push_str(&format!(" ({})", details.join("; ")));
+            line.push_str(&format!(" ({})", self.first_damage()));
         }
         if let Some(error) = &self.error {
             line.push_str(&format!(
@@ -152,6 +160,28 @@ impl FileReport {
 }
 
 impl FileReport {
+    /// The first [`LISTED_DAMAGE`] stretches, and how many more there are: a file
+    /// with thousands of damaged records still gets one short line.
+    fn first_damage(&self) -> String {
+        let listed: Vec<String> = self
+            .damaged
+            .iter()
+            .take(LISTED_DAMAGE)
+            .map(|d| d.to_string())
+            .collect();
+        let mut text = listed.join("; ");
+        let more = self.damaged.len().saturating_sub(LISTED_DAMAGE);
+        if more > 0 {
+            text.push_str(&format!("; and {more} more"));
+        }
+        text
+    }
+
+    /// The one line that says which tags were kept apart by position, if any.
+    pub fn shared_note(&self) -> Option<String> {
+        shared_tags::note(&self.path.display().to_string(), &self.shared_tags)
+    }
+
     /// What a record cut off at the end means, when there is one: a file still
     /// being written, or, for a run's older file, one its writer left unfinished
     /// when it moved on to a newer file.
@@ -191,6 +221,21 @@ mod tests {
             report.summary(),
             "run/events.out.tfevents.1: skipped 2 damaged records (bytes 3852-4224: record data \
              checksum mismatch; bytes 5000-5040: damaged length header, skipped to the next intact record)"
+        );
+    }
+
+    #[test]
+    fn a_thousand_damaged_records_make_one_short_line() {
+        let mut report = FileReport::new(Path::new("f"));
+        for i in 0..1000 {
+            report.damaged.push(Damage::bad_data(100 * i, 50));
+        }
+        let line = report.summary();
+        assert_eq!(
+            line,
+            "f: skipped 1000 damaged records (bytes 0-50: record data checksum mismatch; \
+             bytes 100-150: record data checksum mismatch; bytes 200-250: record data \
+             checksum mismatch; and 997 more)"
         );
     }
 

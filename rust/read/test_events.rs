@@ -55,6 +55,33 @@ pub(crate) fn tensor_histogram(tag: &str, step: i64, rows: &[f64], plugin: bool)
     summary_event(step, value)
 }
 
+/// An image summary under `tag` at `step`, as Keras 2 writes beside a weight's
+/// histogram with `write_images=True`: a `[2 + n]` string tensor (width, height,
+/// then each encoded image), its own `images` metadata on every value.
+pub(crate) fn image_summary(tag: &str, step: i64) -> Vec<u8> {
+    let tensor = TensorProto {
+        dtype: 7,
+        tensor_shape: Some(TensorShapeProto {
+            dim: vec![Dim { size: 3 }],
+        }),
+        tensor_content: b"\x024\x028\x05\x89PNG\r".to_vec().into(),
+        ..Default::default()
+    };
+    let metadata = Some(SummaryMetadata {
+        plugin_data: Some(PluginData {
+            plugin_name: "images".into(),
+            content: Default::default(),
+        }),
+    });
+    let value = SummaryValue {
+        tag: tag.into(),
+        tensor: Some(tensor.encode_to_vec().into()),
+        metadata,
+        ..Default::default()
+    };
+    summary_event(step, value)
+}
+
 /// The event TensorFlow writes when a session (re)starts at `step`.
 pub(crate) fn restart(step: i64) -> Vec<u8> {
     let event = Event {

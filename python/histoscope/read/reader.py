@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar, Union
 
 from .. import _args, _core
-from ..errors import DamagedFileWarning, HistoscopeWarning, NotFoundWarning
+from ..errors import DamagedFileWarning, HistoscopeWarning, NotFoundWarning, SharedTagWarning
 from .chart import TensorBoardChart
 from .series import HistogramSeries
 from .storage import LogdirRef, find_runs, read_runs, resolve_logdirs
@@ -166,6 +166,8 @@ def _warn_reports(reports: Sequence[_core.FileReport]) -> None:
     for report in reports:
         if report.has_problems:
             warnings.warn(report.summary, DamagedFileWarning, stacklevel=3)
+        if report.shared_note:
+            warnings.warn(report.shared_note, SharedTagWarning, stacklevel=3)
 
 
 def _warn_missing(
