@@ -59,10 +59,7 @@ def remote_logdir(url: str, storage_options: Mapping[str, Any] | None = None) ->
     nothing is there (a bucket that does not exist, an empty prefix), ValueError for
     a pattern naming several directories.
     """
-    try:
-        logdirs, several = storage.resolve_logdirs(url, storage_options)
-    except ImportError as error:
-        raise ImportError(f"reading {url!r}: {error}") from None
+    logdirs, several = storage.resolve_logdirs(url, storage_options)
     if several and len(logdirs) != 1:
         names = ", ".join(ref.name for ref in logdirs[:3])
         raise ValueError(f"{url!r} names {len(logdirs)} log directories ({names}...); name one")
