@@ -91,8 +91,9 @@ def _view(args: argparse.Namespace) -> int:
 
     # `demo --view` comes without --cache-mb: the viewer's default cap.
     cache = {"cache_bytes": args.cache_mb << 20} if getattr(args, "cache_mb", None) else {}
+    storage_options = dict(getattr(args, "storage_option", None) or []) or None
     try:
-        serve(args.logdir, host=args.host, port=args.port, **cache)
+        serve(args.logdir, host=args.host, port=args.port, storage_options=storage_options, **cache)
     except KeyboardInterrupt:
         pass
     return 0
@@ -110,7 +111,13 @@ def _report(args: argparse.Namespace) -> int:
     """Writes the offline HTML report of a log directory."""
     from .view.report import write_report
 
-    path = write_report(args.logdir, args.output, max_steps=args.max_steps, progress=sys.stderr)
+    path = write_report(
+        args.logdir,
+        args.output,
+        max_steps=args.max_steps,
+        progress=sys.stderr,
+        storage_options=dict(args.storage_option) or None,
+    )
     size = path.stat().st_size
     print(f"wrote {path} ({size / 1e6:.1f} MB); open it in a browser, no server needed")
     return 0
@@ -179,6 +186,7 @@ def _arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
 
 
 _LOGDIR = _arg("logdir", help="a TensorBoard log directory")
+_LOGDIR_OR_URL = _arg("logdir", help="a TensorBoard log directory or fsspec URL (s3://, gs://...)")
 _STORAGE_OPTION = _arg(
     "--storage-option", action="append", default=[], type=_storage_option,
     metavar="KEY=VALUE",
@@ -212,7 +220,8 @@ _COMMANDS = (
         "serve a web page that shows the histograms of a log directory as it grows",
         _view,
         (
-            _LOGDIR,
+            _LOGDIR_OR_URL,
+            _STORAGE_OPTION,
             _arg("--port", type=int, default=6006, help="the port (default 6006; 0: any)"),
             _arg(
                 "--host", default="127.0.0.1",
@@ -225,14 +234,17 @@ _COMMANDS = (
             ),
         ),
         "Serves the runs, histograms and distributions of LOGDIR on a local web "
-        "page that follows the files as they grow, and prints its address.",
+        "page that follows the files as they grow, and prints its address. A LOGDIR behind "
+        "an fsspec URL is listed once per refresh and only the bytes its files grew by are "
+        "fetched, into a private spool deleted when the server stops.",
     ),
     _Command(
         "report",
         "write one self-contained offline HTML file of a whole log directory",
         _report,
         (
-            _LOGDIR,
+            _LOGDIR_OR_URL,
+            _STORAGE_OPTION,
             _arg("-o", "--output", required=True, help="the HTML file to write"),
             _arg(
                 "--max-steps", type=int, default=51,

@@ -194,6 +194,7 @@ def _expand(path: str, storage_options: Mapping[str, Any] | None) -> tuple[list[
                 raise FileNotFoundError(f"no log directory matches {path!r}")
             return [LogdirRef(fs.unstrip_protocol(p).rstrip("/"), p, fs) for p in matches], True
         if not fs.isdir(root):
+            _check_bucket(fs, root, path)
             raise FileNotFoundError(f"log directory not found: {path!r} is not a directory")
         return [LogdirRef(path.rstrip("/"), root, fs)], False
     if _GLOB.search(path) and not os.path.exists(path):
@@ -205,6 +206,25 @@ def _expand(path: str, storage_options: Mapping[str, Any] | None) -> tuple[list[
         raise FileNotFoundError(f"log directory not found: {path!r} does not exist")
     # A path to one events file is read as a log directory holding it alone.
     return [LogdirRef(_local_name(path), path)], False
+
+
+def _check_bucket(fs: Any, root: str, url: str) -> None:
+    """Raises FileNotFoundError naming the bucket (the first part of ``root``) of ``url``
+    when it is not there, which says more than that the directory is not."""
+    bucket, sep, _ = root.strip("/").partition("/")
+    if not (bucket and sep):
+        return
+    try:
+        found = fs.exists(bucket)
+    except OSError:  # not allowed to look: the directory's own message stands
+        return
+    if not found:
+        scheme = _URL.match(url)
+        name = f"{scheme.group(1)}://{bucket}" if scheme else bucket
+        raise FileNotFoundError(
+            f"log directory not found: the bucket {name!r} of {url!r} does not exist "
+            "(or these storage options cannot see it)"
+        )
 
 
 def _local_name(path: str) -> str:
@@ -219,7 +239,13 @@ def _filesystem(url: str, storage_options: Mapping[str, Any] | None) -> tuple[An
             f"reading {url!r} needs fsspec and the filesystem for its scheme: "
             "pip install 'histoscope[cloud]'"
         ) from error
-    fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+    except ImportError as error:  # fsspec's own words name the package: "Install s3fs to ..."
+        raise ImportError(
+            f"reading {url!r} needs the filesystem for its scheme ({error}): "
+            "pip install 'histoscope[cloud]'"
+        ) from None
     return fs, root.rstrip("/") or root
 
 

@@ -29,11 +29,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .. import _args, _core
+
+if TYPE_CHECKING:
+    from ..read.spool import RemoteLogdir
 
 __all__ = [
     "BASIS_POINTS",
@@ -178,6 +181,9 @@ class LogdirIndex:
     run once it has some histograms (by default: its first segment holding
     any), the rest being read in the background at a lower priority;
     ``cache_bytes`` caps the buckets read again kept for every run together.
+
+    With ``remote``, ``logdir`` is its spool: each listing first syncs it (one
+    remote listing, ranged reads of what grew), then lists the spool.
     """
 
     def __init__(
@@ -187,8 +193,10 @@ class LogdirIndex:
         refresh_seconds: float = 1.0,
         budget_seconds: float = 0.0,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        remote: RemoteLogdir | None = None,
     ) -> None:
         self.logdir = logdir
+        self.remote = remote
         self.cache = _core.BucketCache(cache_bytes)
         self.refresh_seconds = refresh_seconds
         self.budget_seconds = budget_seconds
@@ -203,6 +211,11 @@ class LogdirIndex:
         """Every run's name, sorted; listed again when older than ``refresh_seconds``."""
         with self._lock:
             if time.monotonic() - self._listed_at > self.refresh_seconds:
+                if self.remote is not None:
+                    try:
+                        self.remote.sync()
+                    except OSError:  # the store unreachable for now: the spool as it stands
+                        pass
                 found = _core.discover_runs(self.logdir)
                 self._files = {run.name: list(run.files) for run in found}
                 self._listed_at = time.monotonic()

@@ -11,7 +11,10 @@ from ``file://`` and can be mailed or archived: a replacement for tensorboard.de
 The log directory is read twice, a few runs at a time, so that memory follows
 its largest run: the first read diagnoses each run and keeps the kept steps'
 statistics and the span of their buckets; the second, once every key's span is
-known, rebins each run's kept steps onto its key's shared bins.
+known, rebins each run's kept steps onto its key's shared bins. A log directory
+behind an fsspec URL is read so too: each batch of runs fetched into a private
+spool, read there as a local directory's runs are, then deleted
+(`histoscope.read.spool.SpooledRuns`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import html
 import json
 import os
 import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,9 +34,10 @@ import numpy as np
 
 from .. import _core
 from ..diagnose import Diagnosis
-from ..errors import HistoscopeWarning
-from ..progress import each_counted
-from ..read.reader import HistogramSeries, _warn_missing, _warn_reports
+from ..errors import DamagedFileWarning, HistoscopeWarning
+from ..progress import Counted, each_counted
+from ..read.reader import HistogramSeries, _warn_missing
+from ..read.spool import SpooledRuns, is_url, remote_logdir
 from .page import MODULES, asset_text, bundle, vocabulary_script
 
 __all__ = ["build_report", "bundle", "write_report"]
@@ -56,9 +61,11 @@ def write_report(
     max_steps: int = MAX_STEPS,
     bins: int = BINS,
     progress: TextIO | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Path:
     """Writes the report of ``logdir`` to ``output``; returns its path. On ``progress``,
     if it is a terminal, a one-line progress is drawn for each of the two reads.
+    ``logdir`` may be an fsspec URL, with ``storage_options`` (see `build_report`).
 
     Example:
         >>> import os, tempfile, histoscope.view.report
@@ -67,7 +74,9 @@ def write_report(
         True
     """
     path = Path(output)
-    page = build_report(logdir, max_steps=max_steps, bins=bins, progress=progress)
+    page = build_report(
+        logdir, max_steps=max_steps, bins=bins, progress=progress, storage_options=storage_options
+    )
     path.write_text(page, encoding="utf-8")
     return path
 
@@ -79,9 +88,15 @@ def build_report(
     bins: int = BINS,
     progress: TextIO | None = None,
     budget_bytes: int | None = _core.READ_BUDGET_BYTES,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> str:
     """The report of ``logdir`` as one HTML document, its files read ``budget_bytes`` at a
     time (or one larger run; None: all at once).
+
+    ``logdir`` may be an fsspec URL (``s3://bucket/logs``; ``storage_options`` as for
+    `histoscope.load_histograms`): its runs are fetched ``budget_bytes`` of files at a
+    time into a private spool, read there and deleted, and the report is the one of
+    the same directory on disk. A URL with no events files is refused (FileNotFoundError).
 
     Example:
         >>> page = build_report("examples/logdir", max_steps=21)
@@ -93,9 +108,15 @@ def build_report(
     if isinstance(bins, bool) or not isinstance(bins, int):
         raise ValueError(f"bins must be a whole number, got {bins!r}")
     _core.check_bin_count(bins)
-    data = _data(os.fspath(logdir), max_steps, bins, progress, budget_bytes)
+    path = os.fspath(logdir)
+    remote = None
+    name = os.path.basename(os.path.abspath(path))
+    if is_url(path):
+        remote = SpooledRuns(remote_logdir(path, storage_options), budget_bytes)
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+    data = _data(path, max_steps, bins, progress, budget_bytes, remote)
     packed = base64.b64encode(gzip.compress(_json(data), mtime=0, compresslevel=9)).decode()
-    title = html.escape(f"histoscope report: {os.path.basename(os.path.abspath(logdir))}")
+    title = html.escape(f"histoscope report: {name}")
     page = asset_text("viewer.html")
     return (
         page.replace("{title}", title)
@@ -115,30 +136,46 @@ def build_report(
 
 
 def _data(
-    logdir: str, max_steps: int, bins: int, progress: TextIO | None, budget_bytes: int | None
+    logdir: str,
+    max_steps: int,
+    bins: int,
+    progress: TextIO | None,
+    budget_bytes: int | None,
+    remote: SpooledRuns | None,
 ) -> dict[str, Any]:
-    def runs(**options: Any) -> _core.RunStream:
-        return _core.RunStream(logdir, budget_bytes=budget_bytes, **options)
+    def runs(**options: Any) -> tuple[Iterable[_core.RunRecord], Counted, list[str]]:
+        """The runs read with ``options``, what counts them, and the names of all."""
+        if remote is not None:
+            return remote.read(**options), remote, remote.runs
+        stream = _core.RunStream(logdir, budget_bytes=budget_bytes, **options)
+        return stream, stream, stream.runs
 
-    first = runs(diagnose=True)
+    first, counted, names = runs(diagnose=True)
     # A log directory that fits the budget is read once, its kept steps kept.
-    once = budget_bytes is None or first.bytes <= budget_bytes
+    once = budget_bytes is None or counted.bytes <= budget_bytes
     gathered = _Gathered(max_steps, bins, keep_rows=once)
-    for run in each_counted(first, first, progress, "report: reading"):
+    for run in each_counted(first, counted, progress, "report: reading"):
         gathered.add(run)
-    _warn_reports(gathered.diagnosis.reports)
-    _warn_missing(repr(logdir), first.runs, None, None, gathered.cards, bool(gathered.cards))
+    damaged = (
+        remote.reports
+        if remote is not None
+        else [r.summary for r in gathered.diagnosis.reports if r.has_problems]
+    )
+    for summary in damaged:
+        warnings.warn(summary, DamagedFileWarning, stacklevel=2)
+    _warn_missing(repr(logdir), names, None, None, gathered.cards, bool(gathered.cards))
+    layout = _layout(logdir) if remote is None else _declared(remote.layout)
     if once:
         gathered.rebin_kept()
     else:
-        again = runs()
-        for run in each_counted(again, again, progress, "report: binning"):
+        again, counted, _ = runs()
+        for run in each_counted(again, counted, progress, "report: binning"):
             gathered.rebin(run)
     cards = gathered.cards_by_key()
     return {
         "runs": sorted(gathered.steps),
         "tags": [{"tag": tag, "runs": list(card["runs"])} for tag, card in cards.items()],
-        "layout": _layout(logdir),
+        "layout": layout,
         "steps": {run: sorted(found) for run, found in sorted(gathered.steps.items())},
         "cards": cards,
         "findings": [finding.to_dict() for finding in gathered.diagnosis.findings],
@@ -250,12 +287,14 @@ def _compact(values: np.ndarray) -> np.ndarray:
 
 def _layout(logdir: str) -> list[dict[str, Any]]:
     """The ``define_metric`` declarations of every run, run by run in file order."""
-    out = []
-    for run in _core.discover_runs(logdir):
-        for path in run.files:
-            _end, found = _core.read_layout(path)
-            out += [{"pattern": d.pattern, "section": d.section, "hidden": d.hidden} for d in found]
-    return out
+    return _declared(
+        d for run in _core.discover_runs(logdir) for path in run.files
+        for d in _core.read_layout(path)[1]
+    )  # fmt: skip
+
+
+def _declared(found: Iterable[_core.LayoutRecord]) -> list[dict[str, Any]]:
+    return [{"pattern": d.pattern, "section": d.section, "hidden": d.hidden} for d in found]
 
 
 def _json(data: Any) -> bytes:

@@ -21,11 +21,13 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple, TextIO
 
 from .. import _core
 from ..errors import RequestError, RequestNotFoundError
 from ..progress import Progress
+from ..read.spool import RemoteLogdir, is_url
 from . import answers
 from .follow import DEFAULT_CACHE_BYTES, SEGMENT_BYTES, LogdirIndex
 from .page import MODULES, asset_text, vocabulary_script
@@ -134,6 +136,12 @@ class Site:
     `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site;
     ``cache_bytes`` caps the buckets read again kept for all runs together; on a terminal
     ``progress``, the first read of the runs shown at first draws its progress line.
+
+    ``logdir`` may be an fsspec URL (``storage_options`` as for `histoscope.load_histograms`),
+    or ``remote`` the one it names, already open: its events files are followed into a
+    private spool (`histoscope.read.spool.RemoteLogdir`), which `close` deletes, and read
+    from there as a local directory's are. A URL with no events files is refused
+    (FileNotFoundError).
     """
 
     def __init__(
@@ -145,13 +153,22 @@ class Site:
         framed_by_self: bool = False,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         progress: TextIO | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        remote: RemoteLogdir | None = None,
     ) -> None:
         self.logdir = os.fspath(logdir)
+        if remote is None and is_url(self.logdir):
+            remote = RemoteLogdir.open(self.logdir, storage_options)
+        self.remote = remote
+        local = self.logdir if remote is None else remote.root
         self.index = LogdirIndex(
-            self.logdir, refresh_seconds=refresh_seconds, cache_bytes=cache_bytes
+            local, refresh_seconds=refresh_seconds, cache_bytes=cache_bytes, remote=remote
         )
-        self.layouts = Layouts(self.logdir, refresh_seconds)
-        self.findings = Findings(self.logdir)
+        if remote is not None and not self.index.runs():
+            remote.close()
+            raise FileNotFoundError(f"no events files (*tfevents*) under {self.logdir!r}")
+        self.layouts = Layouts(local, refresh_seconds)
+        self.findings = Findings(local)
         self.hosts = frozenset(allowed_hosts(host))
         self.security = [
             ("Content-Security-Policy", content_security_policy(framed_by_self)),
@@ -171,6 +188,11 @@ class Site:
         warm = _warm_up(self.index, self.layouts, progress)
         #: Reads the runs the page does not show at first, after those it does.
         self.indexing = self.index.index_every_run(after=warm)
+
+    def close(self) -> None:
+        """Deletes what the site keeps on disk: a remote log directory's spool."""
+        if self.remote is not None:
+            self.remote.close()
 
     def allows(self, host_header: str) -> bool:
         """Whether a request carrying ``host_header`` (``name`` or ``name:port``) is answered.
@@ -234,9 +256,10 @@ class Site:
 def _page_halves(logdir: str) -> tuple[str, str]:
     """The page before and after the runs' listing; every address in it is relative, so
     it works wherever the site is mounted."""
+    shown = logdir if is_url(logdir) else os.path.abspath(logdir)
     page = (
         asset_text("viewer.html")
-        .replace("{title}", html.escape(f"histoscope: {os.path.abspath(logdir)}"))
+        .replace("{title}", html.escape(f"histoscope: {shown}"))
         .replace(
             "{styles}",
             '<link rel="stylesheet" href="assets/viewer.css">\n'

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TextIO
 
+from ..read.spool import RemoteLogdir, is_url
 from .follow import DEFAULT_CACHE_BYTES
 from .site import Site, allowed_hosts, content_security_policy, is_loopback
 
@@ -34,11 +36,15 @@ def create_app(
     host: str = "127.0.0.1",
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     progress: TextIO | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    remote: RemoteLogdir | None = None,
 ) -> Starlette:
     """The viewer's ASGI app for ``logdir``; its runs are listed before it answers.
 
     ``cache_bytes`` caps the decoded histograms kept for all runs together; on a
-    terminal ``progress``, the first read draws its progress line.
+    terminal ``progress``, the first read draws its progress line. ``logdir`` may be
+    an fsspec URL, with ``storage_options``, or ``remote`` the one it names, opened
+    (see `site.Site`).
 
     Requests whose ``Host`` is neither ``host`` nor a loopback name are refused
     (400), so a web page the user visits cannot read the data through DNS
@@ -51,7 +57,8 @@ def create_app(
 
     site = Site(
         os.fspath(logdir), refresh_seconds=refresh_seconds, host=host,
-        cache_bytes=cache_bytes, progress=progress,
+        cache_bytes=cache_bytes, progress=progress, storage_options=storage_options,
+        remote=remote,
     )  # fmt: skip
 
     async def endpoint(request: Request) -> Response:
@@ -74,13 +81,45 @@ def serve(
     port: int = 6006,
     out: TextIO = sys.stdout,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> None:
     """Serves the viewer of ``logdir`` until interrupted; prints its address first, then
-    (on a terminal) the progress of the first read on standard error."""
+    (on a terminal) the progress of the first read on standard error.
+
+    ``logdir`` may be an fsspec URL (``s3://bucket/logs``, with ``storage_options`` as
+    for `histoscope.load_histograms`): it is found, and its events files listed, before
+    the address is printed, so that a bucket that does not exist or holds no events
+    files is an error; a private spool of its files (deleted when the server stops) is
+    then followed as it grows.
+    """
+    remote = None
+    if is_url(logdir):
+        remote = RemoteLogdir.open(logdir, storage_options)
+        try:
+            if not remote.list_runs():
+                raise FileNotFoundError(f"no events files (*tfevents*) under {logdir!r}")
+        except BaseException:
+            remote.close()
+            raise
+    elif not os.path.isdir(logdir):
+        raise FileNotFoundError(f"log directory not found: {logdir!r} is not a directory")
+    try:
+        _serve(logdir, host, port, out, cache_bytes, remote)
+    finally:
+        if remote is not None:
+            remote.close()
+
+
+def _serve(
+    logdir: str,
+    host: str,
+    port: int,
+    out: TextIO,
+    cache_bytes: int,
+    remote: RemoteLogdir | None,
+) -> None:
     import uvicorn
 
-    if not os.path.isdir(logdir):
-        raise FileNotFoundError(f"log directory not found: {logdir!r} is not a directory")
     if not is_loopback(host):
         print(
             f"warning: serving on {host}, which other machines may reach: the histograms "
@@ -91,7 +130,7 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     print(f"histoscope view: http://{shown}:{sock.getsockname()[1]}/ (Ctrl+C to stop)", file=out)
     out.flush()
-    app = create_app(logdir, host=host, cache_bytes=cache_bytes, progress=sys.stderr)
+    app = create_app(logdir, host=host, cache_bytes=cache_bytes, progress=sys.stderr, remote=remote)
     config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
 

@@ -1,0 +1,250 @@
+"""Remote log directories read as local ones: their events files spooled by byte ranges.
+
+The viewer and the report read a log directory through the core's local
+readers (the run loader, which keeps each file's byte offset and reads its
+segments again, and `_core.RunStream`). Behind an fsspec URL, a `Spool` keeps,
+for each remote events file, the bytes fetched so far in a file of the same
+relative path in a private temporary directory, deleted on close. Events files
+are append-only, so each fetch asks for the range past what the spool holds, a
+chunk of `storage.CHUNK_BYTES` at a time, and appends it: the local readers see
+a file that grows as a writer's does, a record cut at its end included.
+
+`RemoteLogdir` follows a directory for the viewer: each `sync` is one listing
+of the whole directory (fsspec's ``find`` with sizes) and one ranged read per
+chunk of what grew. `SpooledRuns` reads one for the report a few runs at a time,
+as ``check`` does, each batch's files deleted from the spool once read.
+
+Example:
+    >>> import fsspec, glob
+    >>> source = sorted(glob.glob("examples/logdir/*/*tfevents*"))[0]
+    >>> fsspec.filesystem("memory").put(source, "/spool-doc/run/events.out.tfevents.1")
+    >>> with RemoteLogdir.open("memory://spool-doc") as remote:
+    ...     runs = remote.sync()
+    ...     [run.name for run in _core.discover_runs(remote.root)], remote.listings
+    (['run'], 1)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .. import _core
+from . import storage
+from .storage import EventFileRef, LogdirRef, RunRef
+
+__all__ = ["RemoteLogdir", "Spool", "SpooledRuns", "is_url", "remote_logdir"]
+
+_FETCH_THREADS = 8
+
+
+def is_url(logdir: object) -> bool:
+    """Whether ``logdir`` names a log directory behind an fsspec URL (``s3://``, ``gs://``...).
+
+    Example:
+        >>> is_url("s3://bucket/logs"), is_url("runs/"), is_url(os.path.join("C:", "runs"))
+        (True, False, False)
+    """
+    return isinstance(logdir, str) and storage._URL.match(logdir) is not None
+
+
+def remote_logdir(url: str, storage_options: Mapping[str, Any] | None = None) -> LogdirRef:
+    """The one log directory ``url`` names, its filesystem made with ``storage_options``.
+
+    Raises ImportError naming the package a protocol needs, FileNotFoundError when
+    nothing is there (a bucket that does not exist, an empty prefix), ValueError for
+    a pattern naming several directories.
+    """
+    logdirs, several = storage.resolve_logdirs(url, storage_options)
+    if several and len(logdirs) != 1:
+        names = ", ".join(ref.name for ref in logdirs[:3])
+        raise ValueError(f"{url!r} names {len(logdirs)} log directories ({names}...); name one")
+    return logdirs[0]
+
+
+def _relative(root: str, path: str) -> str:
+    return path[len(root) :].lstrip("/")
+
+
+class Spool:
+    """A private temporary directory holding the bytes fetched so far of remote events
+    files, each under its path relative to ``root`` on ``fs``; deleted on `close`.
+
+    ``fetches`` counts the ranged reads made, ``fetched_bytes`` their bytes.
+    """
+
+    def __init__(self, fs: Any, root: str) -> None:
+        self.fs, self.remote_root = fs, root.rstrip("/")
+        self._dir = tempfile.TemporaryDirectory(prefix="histoscope-spool-")
+        self.root = self._dir.name
+        self.fetches = 0
+        self.fetched_bytes = 0
+        self._held: dict[str, int] = {}
+        self._count = threading.Lock()
+
+    def local(self, path: str) -> str:
+        """Where the remote file ``path`` is spooled."""
+        return os.path.join(self.root, *_relative(self.remote_root, path).split("/"))
+
+    def url(self, text: str) -> str:
+        """``text`` (a message naming spooled files) naming the remote files instead."""
+        return text.replace(self.root, self.fs.unstrip_protocol(self.remote_root).rstrip("/"))
+
+    def fetch(self, files: Sequence[tuple[str, int]]) -> None:
+        """Brings each ``(path, size)`` up to ``size`` bytes, several files at once: only
+        the range past what is held is read, a chunk at a time; a file now shorter than
+        what is held was rewritten, and is fetched again from its start."""
+        jobs = []
+        for path, size in files:
+            held = self._held.get(path, 0)
+            if size < held:
+                held = 0
+                with open(self.local(path), "wb"):
+                    pass
+            if size > held or path not in self._held:
+                jobs.append((path, held, size))
+        workers = max(1, min(_FETCH_THREADS, len(jobs)))
+        with ThreadPoolExecutor(workers, thread_name_prefix="histoscope-spool") as pool:
+            for path, end in pool.map(lambda job: self._append(*job), jobs):
+                self._held[path] = end
+
+    def _append(self, path: str, start: int, end: int) -> tuple[str, int]:
+        local = self.local(path)
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        with open(local, "ab") as out:
+            at = start
+            while at < end:
+                stop = min(end, at + storage.CHUNK_BYTES)
+                chunk = self.fs.cat_file(path, start=at, end=stop)
+                with self._count:
+                    self.fetches += 1
+                    self.fetched_bytes += len(chunk)
+                if not chunk:  # shorter than listed: what came is what there is
+                    break
+                out.write(chunk)
+                out.flush()
+                at += len(chunk)
+        return path, at
+
+    def drop(self, paths: Sequence[str]) -> None:
+        """Deletes the spooled copies of ``paths``."""
+        for path in paths:
+            self._held.pop(path, None)
+            try:
+                os.remove(self.local(path))
+            except OSError:
+                pass
+
+    @property
+    def held(self) -> dict[str, int]:
+        """The bytes held of each remote file spooled."""
+        return dict(self._held)
+
+    def close(self) -> None:
+        """Deletes the spool and everything in it."""
+        self._dir.cleanup()
+
+
+class RemoteLogdir:
+    """A remote log directory followed into a `Spool`, as a local directory at ``root``.
+
+    Each `sync` lists the directory once (``listings`` counts them) and appends to
+    each spooled events file the bytes it grew by; a file gone from the listing
+    is deleted from the spool, as a file removed locally is gone.
+    """
+
+    def __init__(self, ref: LogdirRef) -> None:
+        self.ref = ref
+        self.url = ref.name
+        self.spool = Spool(ref.fs, ref.path)
+        self.root = self.spool.root
+        self.listings = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, url: str, storage_options: Mapping[str, Any] | None = None) -> RemoteLogdir:
+        """Follows the log directory ``url`` (see `remote_logdir` for the errors)."""
+        return cls(remote_logdir(url, storage_options))
+
+    def list_runs(self) -> list[RunRef]:
+        """The runs as the directory holds them now: one listing, sizes included."""
+        fs, root = self.ref.fs, self.ref.path.rstrip("/")
+        fs.invalidate_cache(root)
+        self.listings += 1
+        return storage.find_runs([self.ref], False)
+
+    def sync(self) -> list[RunRef]:
+        """Lists the directory and fetches what grew since; returns the runs listed."""
+        with self._lock:
+            runs = self.list_runs()
+            files = [(f.path, f.size or 0) for run in runs for f in run.files]
+            listed = {path for path, _ in files}
+            self.spool.drop([path for path in self.spool.held if path not in listed])
+            self.spool.fetch(files)
+            return runs
+
+    def close(self) -> None:
+        """Deletes the spool."""
+        self.spool.close()
+
+    def __enter__(self) -> RemoteLogdir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SpooledRuns:
+    """The runs of a remote log directory read by `_core.RunStream` as a local directory's
+    are, with ``options`` as it takes them: a batch of at most ``budget_bytes`` of files
+    (or one larger run) at a time is fetched into a spool, read and deleted, so disk
+    and memory follow the budget. ``runs``, ``files`` and ``bytes`` are the listing's,
+    made once; each iteration fetches the files again. ``layout`` holds, after a full
+    iteration, each run's ``define_metric`` declarations in file order.
+    """
+
+    def __init__(
+        self, ref: LogdirRef, budget_bytes: int | None, runs: Sequence[RunRef] | None = None
+    ) -> None:
+        self.ref = ref
+        self.budget_bytes = budget_bytes
+        self.refs = list(runs) if runs is not None else storage.find_runs([ref], False)
+        if not self.refs:
+            raise FileNotFoundError(f"no events files (*tfevents*) under {ref.name!r}")
+        self.runs = [run.name for run in self.refs]
+        self.files = sum(len(run.files) for run in self.refs)
+        self.bytes = storage.RunBatch(tuple(self.refs)).bytes
+        self.layout: list[_core.LayoutRecord] = []
+        self.reports: list[str] = []
+
+    def read(self, **options: Any) -> Iterator[_core.RunRecord]:
+        """Each run, read with ``options`` as `_core.RunStream` takes them, a batch at a time;
+        the summaries of damaged files, naming their URLs, are kept in ``reports``."""
+        budget = self.budget_bytes if self.budget_bytes is not None else self.bytes + 1
+        self.layout, self.reports = [], []
+        spool = Spool(self.ref.fs, self.ref.path)
+        try:
+            for batch in storage.run_batches(self.refs, budget):
+                paths = [f.path for run in batch.runs for f in run.files]
+                spool.fetch([(f.path, _size(f)) for run in batch.runs for f in run.files])
+                names = [run.name for run in batch.runs]
+                stream = _core.RunStream(
+                    spool.root, runs=names, budget_bytes=self.budget_bytes, **options
+                )
+                for record in stream:
+                    self.reports += [spool.url(r.summary) for r in record.reports if r.has_problems]
+                    yield record
+                for run in _core.discover_runs(spool.root):
+                    for path in run.files:
+                        self.layout += _core.read_layout(path)[1]
+                spool.drop(paths)
+        finally:
+            spool.close()
+
+
+def _size(file: EventFileRef) -> int:
+    return file.size if file.size is not None else file.nbytes
