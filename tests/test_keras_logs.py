@@ -63,8 +63,9 @@ def test_keras3_layers_sharing_a_tag_come_back_apart_count_for_count(fixtures: P
                 assert series.wall_times[step] == entry["wall_time"]
     shared = [w for w in caught if issubclass(w.category, SharedTagWarning)]
     (note,) = shared
-    assert "kernel/histogram (3 a step: kernel/histogram to kernel/histogram (3))" in str(note.message)
-    assert "keras#18433" in str(note.message)
+    message = str(note.message)
+    assert "kernel/histogram (3 a step: kernel/histogram to kernel/histogram (3))" in message
+    assert "keras#18433" in message
     assert not [w for w in caught if not issubclass(w.category, SharedTagWarning)]
 
 
