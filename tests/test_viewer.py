@@ -287,6 +287,7 @@ def test_paths_outside_the_data_are_refused(server: Server, path: str) -> None:
         "/api/card?run=train",
         "/api/card?tag=weights/dense&run=train&from=5&to=1",
         "/api/card?tag=weights/dense&run=train&bins=0",
+        "/api/card?tag=weights/dense&run=train&bins=513",
         "/api/card?tag=weights/dense&run=train&step=1.5",
         "/api/overview?run=train&stat=median",
         "/api/overview?stat=std",

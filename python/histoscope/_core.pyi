@@ -11,6 +11,8 @@ from typing_extensions import Self, final
 
 STAT_NAMES: list[str]
 DEFAULT_BINS: int
+CHART_BINS: int
+CHART_STEPS: int
 KINDS: list[str]
 ROLES: list[str]
 SEVERITIES: list[str]

@@ -247,8 +247,9 @@ _COMMANDS = (
             _STORAGE_OPTION,
             _arg("-o", "--output", required=True, help="the HTML file to write"),
             _arg(
-                "--max-steps", type=int, default=51,
-                help="the most steps kept per series, thinned evenly (default 51)",
+                "--max-steps", type=int, default=_core.CHART_STEPS,
+                help=f"the most steps kept per series, thinned evenly"
+                f" (default {_core.CHART_STEPS})",
             ),
         ),
         "Writes the overview, the sections and every card of LOGDIR, with the "

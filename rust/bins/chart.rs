@@ -10,6 +10,14 @@ use crate::histograms::series::Series;
 use crate::logdir::load::Logdir;
 use crate::read::report::FileReport;
 
+/// The equal bins a chart is counted in unless asked otherwise, as maidr's and
+/// TensorBoard's histograms are.
+pub const CHART_BINS: usize = 30;
+
+/// The most steps a chart keeps unless asked otherwise: what TensorBoard's
+/// `/histograms` route serves of a series.
+pub const CHART_STEPS: usize = 51;
+
 /// One tag of one run as a ridgeline draws it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {

@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::bins::chart::logdir_charts;
+use crate::bins::chart::{CHART_BINS, CHART_STEPS};
 use crate::bins::edges::{check_bin_count, DEFAULT_BINS, MAX_BINS};
 use crate::bins::rebin::{extent, rebin, rebin_over};
 use crate::bins::thin::thin_indices;
@@ -157,6 +158,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STAT_NAMES", Stats::NAMES.to_vec())?;
     m.add("MAX_BINS", MAX_BINS)?;
     m.add("DEFAULT_BINS", DEFAULT_BINS)?;
+    m.add("CHART_BINS", CHART_BINS)?;
+    m.add("CHART_STEPS", CHART_STEPS)?;
     m.add("KINDS", Kind::ALL.map(Kind::name).to_vec())?;
     m.add("ROLES", Role::NAMES.to_vec())?;
     m.add("SEVERITIES", Severity::ALL.map(Severity::name).to_vec())?;

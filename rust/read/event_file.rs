@@ -510,7 +510,10 @@ mod tests {
         .concat();
         let contents = read(&bytes);
         assert_eq!(contents.report, FileReport::default());
-        let want = vec![("dense/kernel_0".to_owned(), 0), ("dense/kernel_0".to_owned(), 1)];
+        let want = vec![
+            ("dense/kernel_0".to_owned(), 0),
+            ("dense/kernel_0".to_owned(), 1),
+        ];
         assert_eq!(tags(&contents), want);
     }
 
@@ -555,7 +558,11 @@ mod tests {
         .concat();
         let wanted = HashSet::from(["k (2)".to_owned()]);
         let mut contents = FileContents::default();
-        read_records(RecordReader::new(&bytes[..], None), Some(&wanted), &mut contents);
+        read_records(
+            RecordReader::new(&bytes[..], None),
+            Some(&wanted),
+            &mut contents,
+        );
         assert_eq!(tags(&contents), vec![("k (2)".to_owned(), 0)]);
     }
 }

@@ -66,8 +66,8 @@ def read_tensorboard_histograms(
     *,
     tags: Iterable[str] | None = None,
     runs: Iterable[str] | None = None,
-    bins: int = 30,
-    max_steps: int | None = 51,
+    bins: int = _core.CHART_BINS,
+    max_steps: int | None = _core.CHART_STEPS,
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[TensorBoardChart]:
     """Reads the histograms under ``logdir`` as charts, one per tag and run.

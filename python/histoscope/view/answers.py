@@ -57,11 +57,11 @@ RIDGE_STEPS = 24
 
 
 #: The most steps a row of the overview holds.
-OVERVIEW_STEPS = 51
+OVERVIEW_STEPS = _core.CHART_STEPS
 
 
 #: The shared equal bins a card's series are rebinned onto.
-CARD_BINS = 30
+CARD_BINS = _core.CHART_BINS
 
 
 #: What the overview can colour its cells by, from each step's statistics (or its percentiles).
@@ -287,7 +287,9 @@ def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
     if low is not None and high is not None and low > high:
         raise RequestError(f"from must not be after to, got from={low} to={high}")
     max_steps = min(_integer(query, "steps", 1) or CARD_STEPS, 1000)
-    bins = min(_integer(query, "bins", 1) or CARD_BINS, 512)
+    bins = _integer(query, "bins", 1) or CARD_BINS
+    if bins > _core.MAX_BINS:
+        raise RequestError(f"bins must be from 1 to {_core.MAX_BINS}, got {bins}")
     picks = []
     for run in runs:
         index_of_tag = run.series.get(tag)

@@ -43,9 +43,9 @@ from .page import MODULES, asset_text, bundle, vocabulary_script
 __all__ = ["build_report", "bundle", "write_report"]
 
 #: The steps a series keeps in the report by default.
-MAX_STEPS = 51
+MAX_STEPS = _core.CHART_STEPS
 #: The shared equal bins of a key.
-BINS = 30
+BINS = _core.CHART_BINS
 
 #: Only what the file holds may run or be drawn; nothing may be fetched.
 _CSP = (
