@@ -68,7 +68,7 @@ pub struct RunPart {
 #[derive(Debug)]
 enum Done {
     /// A file of a run of several: its entries, merged once every file is read.
-    File(FileContents),
+    File(Box<FileContents>),
     /// A run's only file, read straight into its series.
     Run(MergedRun),
     /// A run's only file, read straight into its series' profiles.
@@ -88,7 +88,7 @@ pub fn read_part(
     let (done, marks) = match (alone, reading) {
         (false, _) => {
             let (contents, marks) = read_file_with_evidence(file, tags);
-            (Done::File(contents), marks)
+            (Done::File(Box::new(contents)), marks)
         }
         (true, Reading::Series) => {
             let (merged, marks) = read_single_file_run::<Series>(run, file, tags);
@@ -109,7 +109,7 @@ pub fn assemble_run(name: &str, parts: Vec<RunPart>, reading: Reading) -> Loaded
     let mut finished = None;
     for part in parts {
         match part.done {
-            Done::File(file) => files.push(file),
+            Done::File(file) => files.push(*file),
             run => finished = Some(run),
         }
     }

@@ -408,7 +408,9 @@ impl<S: Sink> Decoder<'_, S> {
     }
 }
 
-/// A histogram value's payload, before its buckets are decoded.
+/// A histogram value's payload, before its buckets are decoded. It lives on the
+/// stack for one value at a time, so the size of the tensor's view costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Payload<'v> {
     /// A `HistogramProto` (TF1, PyTorch, tensorboardX, histoscope).
     Legacy(&'v [u8]),
