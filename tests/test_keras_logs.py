@@ -100,7 +100,9 @@ def test_keras3_layers_stay_apart_in_ls_the_viewer_charts_and_export(
     assert sorted(chart.tag for chart in charts) == want
 
     pq = pytest.importorskip("pyarrow.parquet")
-    export_parquet(logdir, tmp_path / "rows.parquet")
+    summary = export_parquet(logdir, tmp_path / "rows.parquet")
+    (note,) = summary.shared_notes
+    assert "kernel/histogram (3 a step" in note
     rows = pq.read_table(tmp_path / "rows.parquet").to_pandas()
     assert sorted(rows["tag"].unique()) == want
 

@@ -60,6 +60,8 @@ class ExportSummary:
     tail_notes: list[str] = field(default_factory=list)
     #: Per run, how many histogram values a restart dropped or logged again.
     superseded: dict[str, int] = field(default_factory=dict)
+    #: One line per file that wrote a tag several times a step, kept apart by position.
+    shared_notes: list[str] = field(default_factory=list)
 
 
 def export_parquet(
@@ -138,6 +140,8 @@ def export_parquet(
                     if report.incomplete_tail is not None and report.tail_note:
                         summary.incomplete.append((report.path, report.incomplete_tail))
                         summary.tail_notes.append(report.tail_note)
+                    if report.shared_note and report.shared_note not in summary.shared_notes:
+                        summary.shared_notes.append(report.shared_note)
                 if bar:
                     bar.advance(files=piece.last, nbytes=piece.nbytes, extra=f"{summary.rows} rows")
         os.replace(partial_path, out)
@@ -383,7 +387,7 @@ def print_summary(summary: ExportSummary, out: TextIO = sys.stderr) -> None:
             print(f"  {line}", file=out)
     for run, count in summary.superseded.items():
         print(f"run {run}: {_superseded(count)}", file=out)
-    for note in summary.tail_notes:
+    for note in [*summary.tail_notes, *summary.shared_notes]:
         print(note, file=out)
 
 
