@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import moto.server as moto_server
+import moto_bucket
 import numpy as np
 import pytest
 import s3fs  # noqa: F401  (the filesystem fsspec uses for s3://)
@@ -28,28 +28,8 @@ UPLOADED = ("torch_writer", "restart", "corrupt", "truncated", "tf2_summary", "t
 @pytest.fixture(scope="module")
 def s3(fixtures: Path) -> Iterator[dict[str, Any]]:
     """storage_options for a bucket holding the fixtures under ``logs/``."""
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    credentials = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **credentials)
-    client.create_bucket(Bucket=BUCKET)
-    for name in UPLOADED:
-        for path in (fixtures / name).rglob("*"):
-            if path.is_file():
-                key = f"logs/{path.relative_to(fixtures).as_posix()}"
-                client.upload_file(str(path), BUCKET, key)
-    try:
-        yield {
-            "endpoint_url": endpoint,
-            "key": "testing",
-            "secret": "testing",
-            "client_kwargs": {"region_name": "us-east-1"},
-            "skip_instance_cache": True,
-        }
-    finally:
-        server.stop()
+    with moto_bucket.serving(fixtures, BUCKET, UPLOADED) as options:
+        yield options
 
 
 def _read(logdir: Any, **kwargs: Any) -> dict[str, dict[str, histoscope.HistogramSeries]]:

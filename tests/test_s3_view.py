@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
-import moto.server as moto_server
+import moto_bucket
 import numpy as np
 import pytest
 import s3fs
@@ -33,37 +32,16 @@ UPLOADED = ("tf2_summary", "torch_writer", "restart", "corrupt", "nested", "trun
 @pytest.fixture(scope="module")
 def s3(fixtures: Path) -> Iterator[dict[str, Any]]:
     """storage_options for a bucket holding the fixtures under ``logs/``."""
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    options = {
-        "endpoint_url": f"http://{host}:{port}",
-        "key": "testing",
-        "secret": "testing",
-        "client_kwargs": {"region_name": "us-east-1"},
-        "skip_instance_cache": True,
-    }
-    _client(options).create_bucket(Bucket=BUCKET)
-    for name in UPLOADED:
-        _upload(options, fixtures / name, f"logs/{name}")
-    try:
+    with moto_bucket.serving(fixtures, BUCKET, UPLOADED) as options:
         yield options
-    finally:
-        server.stop()
 
 
 def _client(s3: dict[str, Any]) -> Any:
-    return boto3.client(
-        "s3", endpoint_url=s3["endpoint_url"], region_name="us-east-1",
-        aws_access_key_id=s3["key"], aws_secret_access_key=s3["secret"],
-    )  # fmt: skip
+    return moto_bucket.client(s3)
 
 
 def _upload(s3: dict[str, Any], local: Path, prefix: str) -> None:
-    client = _client(s3)
-    for path in sorted(local.rglob("*")):
-        if path.is_file():
-            client.upload_file(str(path), BUCKET, f"{prefix}/{path.relative_to(local).as_posix()}")
+    moto_bucket.upload(s3, BUCKET, local, prefix)
 
 
 def _options(s3: dict[str, Any]) -> list[str]:

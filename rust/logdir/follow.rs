@@ -254,6 +254,17 @@ mod tests {
         path
     }
 
+    /// `read_segment` of run "r", every tag, from a file's first step.
+    fn segment(
+        path: &Path,
+        start: u64,
+        max_bytes: u64,
+        plugins: &mut HashMap<String, String>,
+    ) -> Segment {
+        let burst = &mut StepBurst::default();
+        read_segment("r", path, start, max_bytes, plugins, burst, None)
+    }
+
     fn steps(segment: &Segment, tag: &str) -> Vec<i64> {
         segment
             .series
@@ -271,15 +282,7 @@ mod tests {
         let cut = bytes.len() - 4;
         let path = temp_file("tail", &bytes[..cut]);
         let mut plugins = HashMap::new();
-        let first = read_segment(
-            "r",
-            &path,
-            0,
-            1 << 20,
-            &mut plugins,
-            &mut StepBurst::default(),
-            None,
-        );
+        let first = segment(&path, 0, 1 << 20, &mut plugins);
         assert_eq!(first.end, whole as u64);
         assert_eq!(steps(&first, "h"), vec![0, 1]);
         assert_eq!(first.report.incomplete_tail, Some(whole as u64));
@@ -290,15 +293,7 @@ mod tests {
             .unwrap()
             .write_all(&bytes[cut..])
             .unwrap();
-        let second = read_segment(
-            "r",
-            &path,
-            first.end,
-            1 << 20,
-            &mut plugins,
-            &mut StepBurst::default(),
-            None,
-        );
+        let second = segment(&path, first.end, 1 << 20, &mut plugins);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(steps(&second, "h"), vec![2, 3]);
         assert_eq!(second.end, bytes.len() as u64);
@@ -315,28 +310,12 @@ mod tests {
         let mut seen = Vec::new();
         let mut start = 0;
         while start < bytes.len() as u64 {
-            let segment = read_segment(
-                "r",
-                &path,
-                start,
-                record + record / 2,
-                &mut plugins,
-                &mut StepBurst::default(),
-                None,
-            );
+            let segment = segment(&path, start, record + record / 2, &mut plugins);
             assert_eq!(segment.end - start, record);
             seen.extend(steps(&segment, "h"));
             start = segment.end;
         }
-        let tiny = read_segment(
-            "r",
-            &path,
-            0,
-            3,
-            &mut plugins,
-            &mut StepBurst::default(),
-            None,
-        );
+        let tiny = segment(&path, 0, 3, &mut plugins);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(seen, vec![1, 2, 3, 4, 5]);
         assert_eq!(tiny.end, record);
@@ -350,34 +329,10 @@ mod tests {
         let bytes = [first.clone(), second].concat();
         let path = temp_file("plugins", &bytes);
         let mut plugins = HashMap::new();
-        let head = read_segment(
-            "r",
-            &path,
-            0,
-            first.len() as u64,
-            &mut plugins,
-            &mut StepBurst::default(),
-            None,
-        );
-        let rest = read_segment(
-            "r",
-            &path,
-            head.end,
-            1 << 20,
-            &mut plugins,
-            &mut StepBurst::default(),
-            None,
-        );
+        let head = segment(&path, 0, first.len() as u64, &mut plugins);
+        let rest = segment(&path, head.end, 1 << 20, &mut plugins);
         let mut fresh = HashMap::new();
-        let alone = read_segment(
-            "r",
-            &path,
-            head.end,
-            1 << 20,
-            &mut fresh,
-            &mut StepBurst::default(),
-            None,
-        );
+        let alone = segment(&path, head.end, 1 << 20, &mut fresh);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(steps(&head, "t"), vec![0]);
         assert_eq!(steps(&rest, "t"), vec![1]);
@@ -396,15 +351,7 @@ mod tests {
         ]
         .concat();
         let path = temp_file("starts", &bytes);
-        let segment = read_segment(
-            "r",
-            &path,
-            0,
-            1 << 20,
-            &mut HashMap::new(),
-            &mut StepBurst::default(),
-            None,
-        );
+        let segment = segment(&path, 0, 1 << 20, &mut HashMap::new());
         std::fs::remove_file(&path).unwrap();
         assert_eq!(segment.starts, vec![1]);
         assert_eq!(steps(&segment, "h"), vec![0, 1]);
@@ -417,15 +364,7 @@ mod tests {
         let second = records[0].len();
         bytes[second + records[1].len() - 1] ^= 0xFF; // record 1's data checksum
         let path = temp_file("damage", &bytes);
-        let segment = read_segment(
-            "r",
-            &path,
-            second as u64,
-            1 << 20,
-            &mut HashMap::new(),
-            &mut StepBurst::default(),
-            None,
-        );
+        let segment = segment(&path, second as u64, 1 << 20, &mut HashMap::new());
         std::fs::remove_file(&path).unwrap();
         assert_eq!(steps(&segment, "h"), vec![2]);
         assert_eq!(segment.report.damaged[0].offset, second as u64);
@@ -445,15 +384,7 @@ mod tests {
             &mut plugins,
             &mut StepBurst::default(),
         );
-        let read = read_segment(
-            "r",
-            &path,
-            0,
-            1 << 20,
-            &mut plugins,
-            &mut StepBurst::default(),
-            None,
-        );
+        let read = segment(&path, 0, 1 << 20, &mut plugins);
         std::fs::remove_file(&path).unwrap();
         let [series] = &index.series[..] else {
             panic!("one tag, got {:?}", index.series);
@@ -482,15 +413,7 @@ mod tests {
     #[test]
     fn a_missing_file_reads_nothing_and_says_why() {
         let path = std::env::temp_dir().join("histoscope-follow-no-such-file");
-        let segment = read_segment(
-            "r",
-            &path,
-            0,
-            10,
-            &mut HashMap::new(),
-            &mut StepBurst::default(),
-            None,
-        );
+        let segment = segment(&path, 0, 10, &mut HashMap::new());
         assert_eq!(segment.end, 0);
         assert!(segment.series.is_empty());
         assert!(segment.report.error.is_some());

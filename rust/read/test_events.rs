@@ -40,12 +40,7 @@ pub(crate) fn tensor_histogram(tag: &str, step: i64, rows: &[f64], plugin: bool)
         double_val: rows.to_vec(),
         ..Default::default()
     };
-    let metadata = plugin.then(|| SummaryMetadata {
-        plugin_data: Some(PluginData {
-            plugin_name: "histograms".into(),
-            content: Default::default(),
-        }),
-    });
+    let metadata = plugin.then(|| plugin_metadata("histograms"));
     let value = SummaryValue {
         tag: tag.into(),
         tensor: Some(tensor.encode_to_vec().into()),
@@ -67,19 +62,22 @@ pub(crate) fn image_summary(tag: &str, step: i64) -> Vec<u8> {
         tensor_content: b"\x024\x028\x05\x89PNG\r".to_vec().into(),
         ..Default::default()
     };
-    let metadata = Some(SummaryMetadata {
-        plugin_data: Some(PluginData {
-            plugin_name: "images".into(),
-            content: Default::default(),
-        }),
-    });
     let value = SummaryValue {
         tag: tag.into(),
         tensor: Some(tensor.encode_to_vec().into()),
-        metadata,
+        metadata: Some(plugin_metadata("images")),
         ..Default::default()
     };
     summary_event(step, value)
+}
+
+fn plugin_metadata(plugin: &str) -> SummaryMetadata {
+    SummaryMetadata {
+        plugin_data: Some(PluginData {
+            plugin_name: plugin.into(),
+            content: Default::default(),
+        }),
+    }
 }
 
 /// The event TensorFlow writes when a session (re)starts at `step`.

@@ -1,0 +1,50 @@
+"""A local S3 server (moto, on 127.0.0.1) with a bucket of fixture log directories."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import boto3
+import moto.server as moto_server
+
+
+def client(options: dict[str, Any]) -> Any:
+    """A boto3 client for the server that ``options`` (s3fs storage options) name."""
+    return boto3.client(
+        "s3", endpoint_url=options["endpoint_url"], region_name="us-east-1",
+        aws_access_key_id=options["key"], aws_secret_access_key=options["secret"],
+    )  # fmt: skip
+
+
+def upload(options: dict[str, Any], bucket: str, local: Path, prefix: str) -> None:
+    """Every file under ``local`` into ``bucket`` under ``prefix``, paths kept."""
+    s3 = client(options)
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            s3.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(local).as_posix()}")
+
+
+@contextmanager
+def serving(fixtures: Path, bucket: str, names: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """s3fs storage options for a running server whose ``bucket`` holds the fixtures
+    ``names`` under ``logs/<name>/``; the server stops on exit."""
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    options = {
+        "endpoint_url": f"http://{host}:{port}",
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+        "skip_instance_cache": True,
+    }
+    try:
+        client(options).create_bucket(Bucket=bucket)
+        for name in names:
+            upload(options, bucket, fixtures / name, f"logs/{name}")
+        yield options
+    finally:
+        server.stop()
