@@ -148,6 +148,22 @@ def test_export_from_the_bucket(
     )
 
 
+def test_ls_on_a_bucket_lists_what_ls_lists_locally(
+    fixtures: Path, s3: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = [arg for key in ("endpoint_url", "key", "secret")
+               for arg in ("--storage-option", f"{key}={s3[key]}")]  # fmt: skip
+    for name in ("restart", "corrupt"):
+        assert main(["ls", str(fixtures / name)]) == 0
+        local = capsys.readouterr().out.replace(str(fixtures / name), "LOGDIR")
+        assert main(["ls", f"s3://{BUCKET}/logs/{name}", *options]) == 0
+        remote = capsys.readouterr().out.replace(f"s3://{BUCKET}/logs/{name}", "LOGDIR")
+        assert remote == local
+        assert "run " in remote
+    assert main(["ls", "s3://no-such-bucket/logs", *options]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
 def _write_planted(root: Path) -> Path:
     """Four runs, a problem planted in three: a loss that turns NaN (run0), seen in the
     scalars alone, gradients of one layer that vanish beside the others (run1) and

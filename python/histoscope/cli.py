@@ -16,13 +16,14 @@ __all__ = ["main"]
 
 def _ls(args: argparse.Namespace) -> int:
     """Lists the runs, tags and steps of a log directory, and what was skipped."""
-    return _list_logdir(args.logdir, sys.stdout)
+    return _list_logdir(args.logdir, sys.stdout, dict(args.storage_option) or None)
 
 
-def _list_logdir(logdir: str, out: TextIO) -> int:
+def _list_logdir(
+    logdir: str, out: TextIO, storage_options: dict[str, object] | None = None
+) -> int:
     """Prints each run, its histogram tags with their steps, and what was skipped."""
-    path = _args.logdir_path(logdir)
-    loaded = _core.load_histograms(path)
+    loaded, path = _listed(logdir, storage_options)
     by_run: dict[str, list[_core.SeriesRecord]] = {run: [] for run in loaded.runs}
     for series in loaded.series:
         by_run[series.run].append(series)
@@ -52,6 +53,21 @@ def _list_logdir(logdir: str, out: TextIO) -> int:
         if report.shared_note:
             print(report.shared_note, file=out)
     return 0
+
+
+def _listed(
+    logdir: str, storage_options: dict[str, object] | None
+) -> tuple[_core.LogdirRecord, str]:
+    """Every series of a local log directory or one behind an fsspec URL, and its name."""
+    from .read.spool import is_url
+
+    if not is_url(logdir):
+        path = _args.logdir_path(logdir)
+        return _core.load_histograms(path), str(path)
+    from .read.storage import find_runs, read_runs, resolve_logdirs
+
+    logdirs, several = resolve_logdirs(logdir, storage_options)
+    return read_runs(find_runs(logdirs, several), None, None).load(), logdir
 
 
 def _s(count: int) -> str:
@@ -185,7 +201,6 @@ def _arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     return flags, options
 
 
-_LOGDIR = _arg("logdir", help="a TensorBoard log directory")
 _LOGDIR_OR_URL = _arg("logdir", help="a TensorBoard log directory or fsspec URL (s3://, gs://...)")
 _STORAGE_OPTION = _arg(
     "--storage-option", action="append", default=[], type=_storage_option,
@@ -198,7 +213,7 @@ _COMMANDS = (
         "ls",
         "list runs, histogram tags, step ranges and damaged files of a log directory",
         _ls,
-        (_LOGDIR,),
+        (_LOGDIR_OR_URL, _STORAGE_OPTION),
     ),
     _Command(
         "export",
