@@ -17,11 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import report_page
 
 import histoscope
 from histoscope.errors import HistoscopeWarning, SharedTagWarning
 from histoscope.read.export import export_parquet
 from histoscope.view.follow import LogdirIndex
+from histoscope.view.report import build_report
 
 #: Per tag, the layers in model.layers order and each one's element count (the README's table).
 LAYERS = {"kernel/histogram": [32, 40, 5], "bias/histogram": [8, 5, 1]}
@@ -146,3 +148,13 @@ def test_keras2_images_under_histogram_tags_are_read_without_a_warning(fixtures:
     )
     assert out.returncode == 0, out.stderr
     assert "damaged" not in out.stdout and "skipped" not in out.stdout
+
+
+def test_the_report_draws_every_keras3_layer_and_names_the_shared_tags(fixtures: Path) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        page = build_report(fixtures / "keras3_shared_tags")
+    (note,) = [w for w in caught if issubclass(w.category, SharedTagWarning)]
+    assert "kernel/histogram (3 a step" in str(note.message)
+    cards = report_page.embedded(page)["cards"]
+    assert sorted(cards) == sorted(positioned(tag, p) for tag in LAYERS for p in (1, 2, 3))

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 import re
 import shutil
 import subprocess
@@ -14,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import report_page
 from axe_playwright_python.sync_playwright import Axe
 from browser import write_diverged_run, write_thousand_keys
 from playwright.sync_api import expect
@@ -39,11 +37,7 @@ def _report(logdir: Path, output: Path, *args: str) -> subprocess.CompletedProce
 
 
 def _embedded(page_text: str) -> dict:
-    packed = re.search(
-        r'<script type="application/octet-stream" id="histoscope-data">\s*(\S+)\s*</script>',
-        page_text,
-    ).group(1)
-    return json.loads(gzip.decompress(base64.b64decode(packed)))
+    return report_page.embedded(page_text)
 
 
 @pytest.fixture(scope="module")

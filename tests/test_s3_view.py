@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
-import re
 import time
 import urllib.request
 import warnings
@@ -17,6 +14,7 @@ from typing import Any
 import moto_bucket
 import numpy as np
 import pytest
+import report_page
 import s3fs
 from browser import Server
 
@@ -50,10 +48,7 @@ def _options(s3: dict[str, Any]) -> list[str]:
 
 
 def _embedded(page: str) -> dict[str, Any]:
-    """The data a report embeds, unpacked."""
-    found = re.search(r'id="histoscope-data">\n(.*?)\n</script>', page, re.S)
-    assert found is not None
-    return json.loads(gzip.decompress(base64.b64decode(found.group(1))))
+    return report_page.embedded(page)
 
 
 @pytest.fixture

@@ -220,12 +220,14 @@ class SpooledRuns:
         self.bytes = storage.RunBatch(tuple(self.refs)).bytes
         self.layout: list[_core.LayoutRecord] = []
         self.reports: list[str] = []
+        self.shared_notes: list[str] = []
 
     def read(self, **options: Any) -> Iterator[_core.RunRecord]:
         """Each run, read with ``options`` as `_core.RunStream` takes them, a batch at a time;
-        the summaries of damaged files, naming their URLs, are kept in ``reports``."""
+        the summaries of damaged files, naming their URLs, are kept in ``reports``, and the
+        notes of files whose tags were kept apart by position in ``shared_notes``."""
         budget = self.budget_bytes if self.budget_bytes is not None else self.bytes + 1
-        self.layout, self.reports = [], []
+        self.layout, self.reports, self.shared_notes = [], [], []
         spool = Spool(self.ref.fs, self.ref.path)
         try:
             for batch in storage.run_batches(self.refs, budget):
@@ -237,6 +239,7 @@ class SpooledRuns:
                 )
                 for record in stream:
                     self.reports += [spool.url(r.summary) for r in record.reports if r.has_problems]
+                    self.shared_notes += [spool.url(r.shared_note) for r in record.reports if r.shared_note]
                     yield record
                 for run in _core.discover_runs(spool.root):
                     for path in run.files:

@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import _core
 from ..diagnose import Diagnosis
-from ..errors import DamagedFileWarning, HistoscopeWarning
+from ..errors import DamagedFileWarning, HistoscopeWarning, SharedTagWarning
 from ..progress import Counted, each_counted
 from ..read.reader import HistogramSeries, _warn_missing
 from ..read.spool import SpooledRuns, is_url, remote_logdir
@@ -163,6 +163,13 @@ def _data(
     )
     for summary in damaged:
         warnings.warn(summary, DamagedFileWarning, stacklevel=2)
+    shared = (
+        remote.shared_notes
+        if remote is not None
+        else [r.shared_note for r in gathered.diagnosis.reports if r.shared_note]
+    )
+    for note in dict.fromkeys(shared):
+        warnings.warn(note, SharedTagWarning, stacklevel=2)
     _warn_missing(repr(logdir), names, None, None, gathered.cards, bool(gathered.cards))
     layout = _layout(logdir) if remote is None else _declared(remote.layout)
     if once:
