@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 
 /// The most seconds between two values of one burst. Keras writes a step's values
 /// back to back, one histogram's binning apart.
@@ -22,7 +23,7 @@ pub const BURST_GAP_SECONDS: f64 = 1.0;
 
 /// What a file's decoder remembers of the step it is in, carried from one read of
 /// the file to the next (a file followed as it grows, or read in pieces).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct StepBurst {
     step: Option<i64>,
     last_wall_time: f64,
@@ -33,6 +34,20 @@ pub struct StepBurst {
     seen: HashMap<String, (u64, u32)>,
     /// Every tag the file wrote more than once in a burst, and the most times.
     shared: BTreeMap<String, u32>,
+}
+
+/// Written in tag order, so that two equal states print alike (the tags sit in a hash map).
+impl fmt::Debug for StepBurst {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seen: BTreeMap<&String, &(u64, u32)> = self.seen.iter().collect();
+        f.debug_struct("StepBurst")
+            .field("step", &self.step)
+            .field("last_wall_time", &self.last_wall_time)
+            .field("burst", &self.burst)
+            .field("seen", &seen)
+            .field("shared", &self.shared)
+            .finish()
+    }
 }
 
 impl StepBurst {

@@ -239,7 +239,8 @@ class SpooledRuns:
                 )
                 for record in stream:
                     self.reports += [spool.url(r.summary) for r in record.reports if r.has_problems]
-                    self.shared_notes += [spool.url(r.shared_note) for r in record.reports if r.shared_note]
+                    notes = [r.shared_note for r in record.reports if r.shared_note]
+                    self.shared_notes += [spool.url(note) for note in notes]
                     yield record
                 for run in _core.discover_runs(spool.root):
                     for path in run.files:
