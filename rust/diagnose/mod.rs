@@ -34,7 +34,7 @@ pub use series::{SeriesKey, SeriesView, StepBuckets};
 use crate::histograms::profile::{profile, StepProfile};
 use crate::histograms::series::Series;
 pub use crate::logdir::evidence::RunEvidence;
-use crate::logdir::load::LoadedRun;
+use crate::logdir::run::LoadedRun;
 use runs::RunSummary;
 
 /// Each run's evidence besides histograms, by run name.

@@ -421,7 +421,8 @@ fn run_by_run(runs: &[LoadedRun], options: &Options) -> Vec<Finding> {
 
 #[test]
 fn runs_diagnosed_one_by_one_find_what_the_whole_finds() {
-    use crate::logdir::load::{LogdirSource, Reading, Selection};
+    use crate::logdir::load::{LogdirSource, Selection};
+    use crate::logdir::run::Reading;
     use crate::logdir::stream::RunStream;
 
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");

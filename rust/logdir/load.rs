@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::histograms::profiled::ProfiledSeries;
+use crate::bins::chart::{charts, Chart};
 use crate::histograms::series::Series;
 use crate::logdir::discover::{discover_runs, qualified_runs, LogdirError, RunFiles};
 use crate::logdir::evidence::RunEvidence;
 use crate::logdir::merge::MergedRun;
+use crate::logdir::run::{LoadedRun, Reading};
 use crate::logdir::run_parts::{assemble_run, read_part, RunPart};
 use crate::read::report::FileReport;
 
@@ -110,28 +111,6 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
     out
 }
 
-/// One run read: its series, the reports of its files, what restarts
-/// superseded, and the scalars and optimizer read in the same pass.
-#[derive(Debug, Default)]
-pub struct LoadedRun {
-    pub name: String,
-    /// Its series, buckets and all; empty where read as [`Reading::Profiles`].
-    pub merged: MergedRun,
-    /// Its series as step profiles, where read as [`Reading::Profiles`].
-    pub profiled: Vec<ProfiledSeries>,
-    pub evidence: RunEvidence,
-}
-
-/// What a run's series are read into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    /// Every step's buckets, as stored.
-    Series,
-    /// Every step's profile alone, as diagnosis reads it: a run of one file is
-    /// profiled as it is decoded, and never holds its buckets.
-    Profiles,
-}
-
 /// Reads `runs`, in their order, every events file of all of them on its own core.
 pub fn read_runs(
     runs: &[&RunFiles],
@@ -171,11 +150,42 @@ impl Logdir {
     }
 }
 
+/// A log directory's histograms as charts, beside what reading it found.
+#[derive(Debug, Default)]
+pub struct LogdirCharts {
+    /// Every run found, with or without histograms, sorted by name.
+    pub runs: Vec<String>,
+    /// One chart per run and tag, by run, then tag.
+    pub charts: Vec<Chart>,
+    /// One report per file read, in run and file order.
+    pub reports: Vec<FileReport>,
+    /// Per run read, how many histogram values a restart dropped or logged again.
+    pub superseded: BTreeMap<String, usize>,
+}
+
+/// Every series of `logdir` as a chart (see [`charts`]); its series are used up.
+pub fn logdir_charts(logdir: Logdir, bins: usize, max_steps: Option<usize>) -> LogdirCharts {
+    let Logdir {
+        runs,
+        series,
+        reports,
+        superseded,
+        ..
+    } = logdir;
+    LogdirCharts {
+        charts: charts(&series, bins, max_steps),
+        runs,
+        reports,
+        superseded,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs;
 
     use super::*;
+    use crate::histograms::stats::Stats;
 
     #[test]
     fn several_logdirs_name_runs_by_their_directory() {
@@ -207,5 +217,24 @@ mod tests {
             .path
             .ends_with("one/train/events.out.tfevents.1"));
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_logdirs_series_become_charts_beside_its_runs_and_reports() {
+        let mut series = Series::new("r", "h");
+        for step in 0..5 {
+            series.push_rows(step, step as f64, &[0.0, 2.0, 4.0], Stats::MISSING);
+        }
+        let logdir = Logdir {
+            runs: vec!["empty".into(), "r".into()],
+            series: vec![series],
+            reports: vec![FileReport::new(Path::new("r/events"))],
+            superseded: [("r".to_owned(), 2)].into(),
+            ..Default::default()
+        };
+        let charted = logdir_charts(logdir, 2, Some(3));
+        assert_eq!(charted.runs, vec!["empty", "r"]);
+        assert_eq!((charted.reports.len(), charted.superseded["r"]), (1, 2));
+        assert_eq!(charted.charts[0].steps, vec![0, 2, 4]);
     }
 }

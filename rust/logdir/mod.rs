@@ -8,6 +8,7 @@ pub mod follow;
 pub mod load;
 pub mod merge;
 pub mod plan;
+pub mod run;
 pub mod run_loader;
 pub mod run_parts;
 pub mod run_set;

@@ -10,8 +10,8 @@ use crate::histograms::profile::profile;
 use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::series::Series;
 use crate::logdir::evidence::{Evidenced, Mark, RunEvidence};
-use crate::logdir::load::{LoadedRun, Reading};
 use crate::logdir::merge::{merge_run, Merged, MergedRun};
+use crate::logdir::run::{LoadedRun, Reading};
 use crate::read::event_file::{
     decode_records, read_event_file_into, Entry, FileContents, PointView, Sink, HISTOGRAM_PLUGIN,
 };

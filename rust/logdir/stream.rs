@@ -8,7 +8,8 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread::{self, JoinHandle};
 
 use crate::logdir::discover::{LogdirError, RunFiles};
-use crate::logdir::load::{read_runs, LoadedRun, LogdirSource, Reading, Selection};
+use crate::logdir::load::{read_runs, LogdirSource, Selection};
+use crate::logdir::run::{LoadedRun, Reading};
 
 /// The bytes of files held at once by default (a batch read ahead while the one
 /// before is worked on, half of it each): with decoded buckets taking about one

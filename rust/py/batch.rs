@@ -10,8 +10,8 @@ use pyo3::pybacked::PyBackedBytes;
 
 use super::check_bins;
 use super::records::{ChartsRecord, LogdirRecord, MergedRecord, RunFilesRecord};
-use crate::bins::chart::logdir_charts;
 use crate::logdir::discover::{discover_runs as discover, group_listing, qualified_runs, RunFiles};
+use crate::logdir::load::logdir_charts;
 use crate::logdir::load::LogdirSource;
 use crate::logdir::merge::{merge_run, merge_share};
 use crate::logdir::plan::{PlanError, RunPlan as CorePlan, RunPlanner as CorePlanner};

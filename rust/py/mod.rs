@@ -7,7 +7,6 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::bins::chart::logdir_charts;
 use crate::bins::chart::{CHART_BINS, CHART_STEPS};
 use crate::bins::edges::{check_bin_count, DEFAULT_BINS, MAX_BINS};
 use crate::bins::rebin::{extent, rebin, rebin_over};
@@ -15,6 +14,7 @@ use crate::bins::thin::thin_indices;
 use crate::diagnose::{Kind, Role, Severity};
 use crate::histograms::stats::Stats;
 use crate::logdir::discover::LogdirError;
+use crate::logdir::load::logdir_charts;
 use crate::logdir::load::{LogdirSource, Selection};
 use records::{ChartsRecord, LogdirRecord, RebinRecord};
 

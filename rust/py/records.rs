@@ -8,12 +8,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyTuple};
 
 use crate::bins::binning::Histogram;
-use crate::bins::chart::{Chart, LogdirCharts};
+use crate::bins::chart::Chart;
 use crate::bins::rebin::Rebinned;
 use crate::histograms::series::{check_series_layout, Series};
 use crate::histograms::stats::Stats;
 use crate::logdir::discover::RunFiles;
-use crate::logdir::load::Logdir;
+use crate::logdir::load::{Logdir, LogdirCharts};
 use crate::logdir::merge::MergedRun;
 use crate::read::report::FileReport;
 

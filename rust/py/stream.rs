@@ -12,7 +12,8 @@ use super::diagnose::{py_findings, FindingRecord};
 use super::records::{reports, series_records, FileReportRecord, SeriesRecord};
 use super::selection;
 use crate::diagnose::{diagnose_run, Finding, Options};
-use crate::logdir::load::{LogdirSource, Reading};
+use crate::logdir::load::LogdirSource;
+use crate::logdir::run::Reading;
 use crate::logdir::stream::{self, Prefetched, StreamedRun};
 
 /// One run of a stream: its name, its files' count and bytes when listed, what
