@@ -26,6 +26,7 @@ from histoscope.errors import RequestError
 from histoscope.view import answers, viewer
 from histoscope.view.follow import LogdirIndex
 from histoscope.view.page import MODULES
+from histoscope.view.refreshed import Findings
 
 pytest_plugins = ["browser"]  # the browser and screenshot fixtures
 
@@ -795,6 +796,58 @@ def test_findings_are_listed_announced_once_and_marked_on_their_card(
         expect(marked.locator(".chart")).to_be_focused()
         expect(page.locator("body")).to_have_attribute("data-step", "6")
         context.close()
+    finally:
+        running.stop()
+
+
+def test_what_reading_found_is_listed_as_notes_without_paths(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    for name in ("corrupt", "keras3_shared_tags"):
+        shutil.copytree(fixtures / name, tmp_path / "logs" / name)
+    answer = Findings(str(tmp_path / "logs")).answer()
+    kinds = {(note["run"], note["kind"]) for note in answer["notes"]}
+    assert kinds == {
+        ("corrupt/flipped", "damage"),
+        ("corrupt/flipped_tag", "damage"),
+        ("keras3_shared_tags/fit/train", "shared"),
+    }
+    for note in answer["notes"]:
+        assert str(tmp_path) not in note["text"]  # the page names files, never paths
+        assert note["text"].startswith("events.out.tfevents.")
+    damage = next(n for n in answer["notes"] if n["kind"] == "damage")
+    assert "skipped 1 damaged record (bytes 3852-4224" in damage["text"]
+
+
+def test_reading_notes_are_shown_announced_once_and_pass_axe(
+    browser: Browser, fixtures: Path, tmp_path: Path
+) -> None:
+    for name in ("corrupt", "keras3_shared_tags"):
+        shutil.copytree(fixtures / name, tmp_path / "logs" / name)
+    running = Server(tmp_path / "logs")
+    try:
+        page = browser.new_page()
+        page.goto(running.url)
+        notes = page.locator("#notes li")
+        expect(notes).to_have_count(3, timeout=20000)
+        expect(page.locator("#notes-heading")).to_have_text("Notes on reading the files (3)")
+        expect(notes.nth(0)).to_contain_text("corrupt/flipped: events.out.tfevents.")
+        expect(notes.nth(2)).to_contain_text("kept apart the values one tag held several times")
+        live = page.locator("#alerts-live")
+        expect(live).to_contain_text("3 new notes on reading the files: corrupt/flipped:")
+        page.evaluate(
+            """() => { window.__spoken = 0; new MutationObserver(() => window.__spoken++)
+              .observe(document.getElementById('alerts-live'), {childList: true}); }"""
+        )
+        polls = int(page.locator("body").get_attribute("data-polls"))
+        expect(page.locator("body")).to_have_attribute("data-polls", str(polls + 2), timeout=15000)
+        assert page.evaluate("window.__spoken") == 0  # announced once, not at every poll
+        page.locator("#notes-heading").focus()
+        page.keyboard.press("Enter")  # the list opens by keyboard
+        expect(notes.first).to_be_visible()
+        results = Axe().run(page)
+        assert results.violations_count == 0, results.generate_report()
+        page.close()
     finally:
         running.stop()
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 import os
 import threading
 import time
-import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import _core
 
-__all__ = ["FINDINGS_PAUSE_FACTOR", "FINDINGS_SECONDS", "Findings", "Layouts"]
+__all__ = ["FINDINGS_PAUSE_FACTOR", "FINDINGS_SECONDS", "Findings", "Layouts", "reading_notes"]
+
+#: A run's files, each with its size and time of change.
+_Signature = tuple[tuple[str, int, int], ...]
 
 #: How old the findings of ``diagnose`` may be before the log directory is checked again.
 FINDINGS_SECONDS = 10.0
@@ -75,8 +77,9 @@ class Findings:
         self._logdir = logdir
         self._at = -np.inf
         self._took = 0.0
-        #: Per run: its files' signature when it was last diagnosed, and its findings.
-        self._runs: dict[str, tuple[tuple[tuple[str, int, int], ...], list[dict[str, Any]]]] = {}
+        #: Per run: its files' signature when it was last diagnosed, its findings, and
+        #: what reading its files found (damage, tags kept apart), as notes.
+        self._runs: dict[str, tuple[_Signature, list[dict[str, Any]], list[dict[str, str]]]] = {}
         self._lock = threading.Lock()
 
     def stale(self, now: float) -> bool:
@@ -91,11 +94,12 @@ class Findings:
                 self._at = time.monotonic()
                 self._took = self._at - start
             found = [f for run in sorted(self._runs) for f in self._runs[run][1]]
-            return {"findings": found, "available": True}
+            notes = [n for run in sorted(self._runs) for n in self._runs[run][2]]
+            return {"findings": found, "notes": notes, "available": True}
 
     def _refresh(self) -> None:
         """Diagnoses the runs that changed since they were last, and forgets those gone."""
-        from ..diagnose import diagnose_runs
+        from ..diagnose import Diagnosis
 
         signatures = {run.name: _signature(run.files) for run in _core.discover_runs(self._logdir)}
         held = self._runs
@@ -104,17 +108,45 @@ class Findings:
         if not changed:
             return
         stream = _core.RunStream(self._logdir, runs=changed, diagnose=True, series=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # damage is the follower's to report
-            diagnosis = diagnose_runs(stream)
         by_run: dict[str, list[dict[str, Any]]] = {run: [] for run in changed}
+        notes: dict[str, list[dict[str, str]]] = {run: [] for run in changed}
+        diagnosis = Diagnosis()
+        for record in stream:
+            diagnosis.add(record)
+            notes[record.run] = reading_notes(record.run, record.reports)
         for finding in diagnosis.findings:
             by_run[finding.run].append(finding.to_dict())
         for run, found in by_run.items():
-            self._runs[run] = (signatures[run], found)
+            self._runs[run] = (signatures[run], found, notes[run])
 
 
-def _signature(files: list[str]) -> tuple[tuple[str, int, int], ...]:
+def reading_notes(run: str, reports: list[_core.FileReport]) -> list[dict[str, str]]:
+    """What reading ``run``'s files found that its charts cannot show: damage skipped,
+    a file its writer left cut short, tags kept apart by position. Each note names the
+    file by its name alone, as the page names runs and never paths. A record still being
+    written at the end of a run's newest file is what following a training reads, and no
+    note.
+
+    Example:
+        >>> record = next(iter(_core.RunStream("tests/fixtures/corrupt", series=False)))
+        >>> [(note["run"], note["kind"]) for note in reading_notes(record.run, record.reports)]
+        [('flipped', 'damage')]
+    """
+    out = []
+    for report in reports:
+        name = os.path.basename(report.path)
+        texts = [
+            ("damage", report.summary if report.has_problems else None),
+            ("cut", None if report.newest else report.tail_note),
+            ("shared", report.shared_note),
+        ]
+        for kind, text in texts:
+            if text:
+                out.append({"run": run, "kind": kind, "text": text.replace(report.path, name)})
+    return out
+
+
+def _signature(files: list[str]) -> _Signature:
     """A run's files with their size and time of change; a file gone has neither."""
     out = []
     for path in files:

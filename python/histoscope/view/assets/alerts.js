@@ -1,6 +1,7 @@
 // histoscope: the findings of the diagnosis, first on the page: how many of each severity,
 // the worst keys as links to their cards, every finding in a list that opens its card, a
-// badge on each card concerned, and a spoken (and, if asked, sounded) note of new ones.
+// badge on each card concerned, and a spoken (and, if asked, sounded) note of new ones;
+// then what reading the files found that no chart shows (damage skipped, tags kept apart).
 
 import * as a11y from "./a11y.js";
 import { notable } from "./state.js";
@@ -70,16 +71,44 @@ export function makeAlerts(app) {
     }));
   }
 
+  // Each note once, as text: a file's damage or its shared tags, under its run.
+  function drawNotes(notes) {
+    $("notes-section").hidden = notes.length === 0;
+    $("notes-heading").textContent = "Notes on reading the files (" + notes.length + ")";
+    $("notes").replaceChildren(...notes.map((note) => {
+      const item = document.createElement("li");
+      item.className = "note-" + note.kind;
+      item.textContent = app.runLabel(note.run) + ": " + note.text;
+      return item;
+    }));
+  }
+
+  // What is new since the last answer, in one message: a second message would cut off the first.
+  function news(findings, notes) {
+    const fresh = findings.filter((f) => !state.announced.has(f.kind + f.run + f.key));
+    for (const f of fresh) state.announced.add(f.kind + f.run + f.key);
+    const freshNotes = notes.filter((n) => !state.announced.has("note" + n.run + n.text));
+    for (const n of freshNotes) state.announced.add("note" + n.run + n.text);
+    const parts = [];
+    if (fresh.length) {
+      parts.push(fresh.length + " new finding" + (fresh.length > 1 ? "s" : "") + ": " + fresh.map((f) => f.message).join("; "));
+    }
+    if (freshNotes.length) {
+      parts.push(freshNotes.length + " new note" + (freshNotes.length > 1 ? "s" : "") + " on reading the files: " +
+        freshNotes.map((n) => app.runLabel(n.run) + ": " + n.text).join("; "));
+    }
+    return { findings: fresh.length, message: parts.join(". ") };
+  }
+
   async function loadFindings() {
     const answer = await source.findings();
     state.findings = answer.findings || [];
     drawSummary();
-    const fresh = state.findings.filter((f) => !state.announced.has(f.kind + f.run + f.key));
-    for (const f of fresh) state.announced.add(f.kind + f.run + f.key);
-    if (fresh.length) {
-      alertsLive(fresh.length + " new finding" + (fresh.length > 1 ? "s" : "") + ": " + fresh.map((f) => f.message).join("; "));
-      if ($("alert-sound").checked) { a11y.startSound(); a11y.playEdge(); }
-    }
+    const notes = answer.notes || [];
+    drawNotes(notes);
+    const fresh = news(state.findings, notes);
+    if (fresh.message) alertsLive(fresh.message);
+    if (fresh.findings && $("alert-sound").checked) { a11y.startSound(); a11y.playEdge(); }
     for (const card of state.cards.values()) drawFindingsBadge(card);
     app.drawOverview();
   }
