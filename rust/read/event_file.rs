@@ -401,7 +401,11 @@ impl<S: Sink> Decoder<'_, S> {
             Err(_) if !confirmed => return Ok(None),
             Err(e) => return Err(ValueError::TensorProto(e)),
         };
-        if tensor.dtype == DT_STRING || (!confirmed && !data_compat::is_histogram_shaped(&tensor)) {
+        // A string tensor is another plugin's (Keras 2 names an image's plugin only
+        // with its first value, under the weight's tag) unless it says it is a histogram.
+        let own_histogram = value.plugin == Some(HISTOGRAM_PLUGIN);
+        let strings = tensor.dtype == DT_STRING && !own_histogram;
+        if strings || (!confirmed && !data_compat::is_histogram_shaped(&tensor)) {
             return Ok(None);
         }
         Ok(Some(Payload::Tensor(tensor, confirmed)))

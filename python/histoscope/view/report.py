@@ -141,7 +141,7 @@ def _data(
     bins: int,
     progress: TextIO | None,
     budget_bytes: int | None,
-    remote: SpooledRuns | None,
+    remote: SpooledRuns | None = None,
 ) -> dict[str, Any]:
     def runs(**options: Any) -> tuple[Iterable[_core.RunRecord], Counted, list[str]]:
         """The runs read with ``options``, what counts them, and the names of all."""
