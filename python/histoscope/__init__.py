@@ -27,6 +27,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
         "(or `maturin develop`) from a source checkout, which builds it with Rust"
     ) from error
 
+from .compare import Comparison, KeyDistance, compare
 from .diagnose import Finding, diagnose
 from .errors import DamagedFileWarning, HistoscopeWarning
 from .read import (
@@ -41,13 +42,16 @@ from .view import render, save_html, show
 from .write import Histogram, Run, finish, init, log, log_tree, watch
 
 __all__ = [
+    "Comparison",
     "DamagedFileWarning",
     "Finding",
     "Histogram",
     "HistogramSeries",
     "HistoscopeWarning",
+    "KeyDistance",
     "Run",
     "TensorBoardChart",
+    "compare",
     "diagnose",
     "finish",
     "init",

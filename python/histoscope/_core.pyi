@@ -245,6 +245,39 @@ class RunLoader:
     def buckets(self, tag: str, steps: list[int]) -> list[_F64 | None]: ...
 
 @final
+class Distance:
+    key: Final[str]
+    step_a: Final[int]
+    step_b: Final[int]
+    wasserstein: Final[float]
+    scaled: Final[float]
+    ks: Final[float]
+    mean_shift: Final[float]
+    std_change: Final[float]
+    nonfinite_a: Final[float]
+    nonfinite_b: Final[float]
+
+@final
+class Comparison:
+    ranked: Final[list[Distance]]
+    only_a: Final[list[str]]
+    only_b: Final[list[str]]
+    unmatched: Final[list[str]]
+
+def compare_runs(
+    a: RunLoader, b: RunLoader, step_a: int | None = None, step_b: int | None = None
+) -> Comparison: ...
+def histogram_distance(
+    a: npt.NDArray[np.float64],
+    b: npt.NDArray[np.float64],
+    *,
+    stats: tuple[Stats, Stats] | None = None,
+    key: str = ...,
+    step_a: int = 0,
+    step_b: int = 0,
+) -> Distance | None: ...
+
+@final
 class EventFileWriter:
     def __new__(cls, dir: str, wall_time: float, host: str) -> Self: ...
     @property

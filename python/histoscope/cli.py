@@ -19,9 +19,7 @@ def _ls(args: argparse.Namespace) -> int:
     return _list_logdir(args.logdir, sys.stdout, dict(args.storage_option) or None)
 
 
-def _list_logdir(
-    logdir: str, out: TextIO, storage_options: dict[str, object] | None = None
-) -> int:
+def _list_logdir(logdir: str, out: TextIO, storage_options: dict[str, object] | None = None) -> int:
     """Prints each run, its histogram tags with their steps, and what was skipped."""
     loaded, path = _listed(logdir, storage_options)
     by_run: dict[str, list[_core.SeriesRecord]] = {run: [] for run in loaded.runs}
@@ -186,6 +184,23 @@ def _print_findings(findings: Sequence, logdir: str, out: TextIO) -> None:
     print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}: {summary}", file=out)
 
 
+def _diff(args: argparse.Namespace) -> int:
+    """Prints the keys that differ most between two runs, or two steps of one run."""
+    from .compare import compare
+
+    steps = tuple(args.steps) if args.steps else None
+    table = compare(
+        args.logdir, a=args.a, b=args.b, step=args.step, steps=steps,
+        storage_options=dict(args.storage_option) or None,
+    )  # fmt: skip
+    if args.json:
+        json.dump(table.to_dict(), sys.stdout, indent=2)
+        print()
+    else:
+        print(table.to_text(top=args.top or None))
+    return 0
+
+
 @dataclasses.dataclass(frozen=True)
 class _Command:
     """One subcommand: what ``--help`` says of it, its arguments, and what runs it."""
@@ -301,6 +316,25 @@ _COMMANDS = (
         "Diagnoses every histogram of LOGDIR and prints the findings. Exit status: "
         "0 when nothing above info was found, 1 when a warning or error was, 2 for usage errors, "
         "so that a training pipeline can use it as a gate.",
+    ),
+    _Command(
+        "diff",
+        "rank the keys that differ most between two runs, or two steps of one run",
+        _diff,
+        (
+            _LOGDIR_OR_URL,
+            _STORAGE_OPTION,
+            _arg("--a", metavar="RUN", help="the first run (may be left out with one run)"),
+            _arg("--b", metavar="RUN", help="the second run (default: the first, with --steps)"),
+            _arg("--step", type=int, help="each side's last step at or before N (default: last)"),
+            _arg("--steps", type=int, nargs=2, metavar=("A", "B"), help="step A of a, step B of b"),
+            _arg("--top", type=int, default=20, help="the keys shown (default 20; 0: all)"),
+            _arg("--json", action="store_true", help="print the whole table as JSON"),
+        ),
+        "Compares each key's histogram on the two sides exactly, from the stored buckets: "
+        "Wasserstein-1 distance (in the key's units and in standard deviations), "
+        "Kolmogorov-Smirnov distance, and the change of mean and standard deviation. Keys are "
+        "ranked by the Wasserstein distance in standard deviations, farthest first.",
     ),
 )  # fmt: skip
 

@@ -99,7 +99,7 @@ pub struct RunLoaderHandle {
 }
 
 impl RunLoaderHandle {
-    fn lock(&self) -> MutexGuard<'_, CoreLoader> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, CoreLoader> {
         self.loader.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

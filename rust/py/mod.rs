@@ -22,6 +22,7 @@ mod arrays;
 mod batch;
 mod binning;
 mod binning_batch;
+mod compare;
 mod diagnose;
 mod fed;
 mod follow;
@@ -169,6 +170,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binning::register(m)?;
     binning_batch::register(m)?;
     follow::register(m)?;
+    compare::register(m)?;
     layout::register(m)?;
     diagnose::register(m)?;
     stream::register(m)?;

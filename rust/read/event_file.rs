@@ -401,8 +401,9 @@ impl<S: Sink> Decoder<'_, S> {
             Err(_) if !confirmed => return Ok(None),
             Err(e) => return Err(ValueError::TensorProto(e)),
         };
-        // A string tensor is another plugin's (Keras 2 names an image's plugin only
-        // with its first value, under the weight's tag) unless it says it is a histogram.
+        // A string tensor is never a histogram unless its own metadata says so: the
+        // plugin remembered for its tag may be another value's (Keras 2 writes a
+        // weight's histogram and its image under one tag).
         let own_histogram = value.plugin == Some(HISTOGRAM_PLUGIN);
         let strings = tensor.dtype == DT_STRING && !own_histogram;
         if strings || (!confirmed && !data_compat::is_histogram_shaped(&tensor)) {
