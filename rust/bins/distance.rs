@@ -43,7 +43,8 @@ impl Masses {
         let (mut total, mut nonfinite) = (0.0, 0.0);
         for row in rows.chunks_exact(3) {
             let (left, right, count) = (row[0].min(row[1]), row[0].max(row[1]), row[2]);
-            if !(count > 0.0) {
+            // Empty, negative and NaN counts hold nothing.
+            if count.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                 continue;
             }
             if left.is_finite() && right.is_finite() {

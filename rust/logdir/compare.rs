@@ -47,17 +47,19 @@ pub fn compare(
     pick_a: StepPick,
     pick_b: StepPick,
 ) -> Result<Comparison, BucketsError> {
-    let mut out = Comparison::default();
-    out.only_a = a
-        .tags()
-        .filter(|t| b.tag(t).is_none())
-        .map(str::to_owned)
-        .collect();
-    out.only_b = b
-        .tags()
-        .filter(|t| a.tag(t).is_none())
-        .map(str::to_owned)
-        .collect();
+    let mut out = Comparison {
+        only_a: a
+            .tags()
+            .filter(|t| b.tag(t).is_none())
+            .map(str::to_owned)
+            .collect(),
+        only_b: b
+            .tags()
+            .filter(|t| a.tag(t).is_none())
+            .map(str::to_owned)
+            .collect(),
+        ..Default::default()
+    };
     for key in a.tags().filter(|t| b.tag(t).is_some()) {
         match key_distance(a, b, key, pick_a, pick_b)? {
             Some(found) => out.ranked.push(found),
@@ -127,8 +129,11 @@ mod tests {
     use crate::logdir::run_loader::{read, Progress};
     use crate::read::test_events::tensor_histogram;
 
-    /// A run of one file: per step, each key's buckets as `(left, right, count)` rows.
-    fn run(name: &str, steps: &[(i64, Vec<(&str, Vec<f64>)>)]) -> RunLoader {
+    /// Each key's buckets at one step, as `(left, right, count)` rows.
+    type Step<'a> = (i64, Vec<(&'a str, Vec<f64>)>);
+
+    /// A run of one file, step by step.
+    fn run(name: &str, steps: &[Step<'_>]) -> RunLoader {
         let dir =
             std::env::temp_dir().join(format!("histoscope-compare-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);

@@ -87,11 +87,19 @@ fn compare_runs(
 ) -> PyResult<ComparisonRecord> {
     let (pick_a, pick_b) = (pick(step_a), pick(step_b));
     let compared = py.detach(|| {
-        let first = a.lock();
         if std::ptr::eq(a, b) {
-            return compare(&first, &first, pick_a, pick_b);
+            let run = a.lock();
+            return compare(&run, &run, pick_a, pick_b);
         }
-        let second = b.lock();
+        // Always in the same order, so two comparisons of a pair the other way round,
+        // each holding one run, cannot wait on each other.
+        let a_first = (a as *const RunLoaderHandle) < (b as *const RunLoaderHandle);
+        let (first, second) = if a_first {
+            (a.lock(), b.lock())
+        } else {
+            let second = b.lock();
+            (a.lock(), second)
+        };
         compare(&first, &second, pick_a, pick_b)
     })?;
     Ok(compared.into())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import json
+import math
 import os
 import threading
 import urllib.parse
@@ -31,14 +32,17 @@ __all__ = [
     "CARD_BINS",
     "CARD_STEPS",
     "OVERVIEW_STATS",
+    "RANKINGS",
     "READERS",
     "RIDGE_STEPS",
     "Query",
     "buckets",
     "card",
+    "compare",
     "encode",
     "overview",
     "overview_value",
+    "ranking",
     "runs",
     "series",
     "tags",
@@ -66,6 +70,9 @@ CARD_BINS = _core.CHART_BINS
 
 #: What the overview can colour its cells by, from each step's statistics (or its percentiles).
 OVERVIEW_STATS = ("std", "absmax", "zeros", "nonfinite", "mean")
+
+#: What the keys can be ordered by (ORDERS in order.js), each from the overview's statistics.
+RANKINGS = ("absmax_last", "absmax_peak", "std_last", "std_growth", "nonfinite", "zeros_last")
 
 
 READERS = concurrent.futures.ThreadPoolExecutor(
@@ -412,3 +419,73 @@ def overview(index: LogdirIndex, query: Query) -> dict[str, Any]:
         row = np.where(at >= 0, values[np.maximum(at, 0)], np.nan) if len(values) else at * np.nan
         rows[tag] = row
     return {"run": run.name, "stat": stat, "steps": columns, "rows": rows}
+
+
+def ranking(index: LogdirIndex, query: Query) -> dict[str, Any]:
+    """Every key of one run with its value of ``by`` (one of RANKINGS), largest first;
+    keys without a value (no statistic stored or computable) last, in key order.
+
+    ``absmax_last`` and ``std_last`` are the last step's largest absolute value and
+    standard deviation, ``absmax_peak`` the largest absolute value over all steps,
+    ``std_growth`` the last step's standard deviation over the first's, ``nonfinite``
+    the most NaN and infinite values of one step, ``zeros_last`` the last step's share
+    of exact zeros.
+    """
+    chosen = _chosen_runs(index, query)
+    if len(chosen) != 1:
+        raise RequestError(f"one run=NAME is required, got {len(chosen)}")
+    by = query.get("by", "absmax_last")
+    if by not in RANKINGS:
+        raise RequestError(f"by must be one of {', '.join(RANKINGS)}, got {by!r}")
+    values = {tag: _ranked_value(by, series.view) for tag, series in chosen[0].series.items()}
+    order = sorted(values, key=lambda tag: (not np.isfinite(values[tag]), -values[tag], tag))
+    ordered = [_finite(values[tag]) for tag in order]
+    return {"run": chosen[0].name, "by": by, "keys": order, "values": ordered}
+
+
+def _ranked_value(by: str, view: SeriesView) -> float:
+    if not len(view.steps):
+        return math.nan
+    stat, reduce = by.rsplit("_", 1) if "_" in by else (by, "peak")
+    per_step = overview_value(stat, view.stats, view.quantiles, view.zeros)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if reduce == "last":
+            return float(per_step[-1])
+        if reduce == "growth":
+            return float(per_step[-1] / per_step[0])
+        return float(np.nanmax(per_step)) if np.isfinite(per_step).any() else math.nan
+
+
+def compare(index: LogdirIndex, query: Query) -> dict[str, Any]:
+    """Every key of run ``a`` against run ``b`` (default: ``a``), each at its last step at
+    or before ``step_a`` / ``step_b`` (default: its last), farthest first, exactly from
+    the buckets (see `histoscope.compare`)."""
+    names = query.getlist("run")
+    if len(names) not in (1, 2):
+        raise RequestError(f"run=A and optionally run=B are required, got {len(names)} runs")
+    runs = _chosen_runs(index, query)
+    first, second = runs[0], runs[-1]
+    step_a, step_b = _integer(query, "step_a"), _integer(query, "step_b")
+    if first is second and step_a == step_b:
+        raise RequestError("to compare a run with itself, give two different steps")
+    try:
+        found = first.compare(second, step_a, step_b)
+    except (OSError, ValueError) as error:
+        raise RequestError(str(error)) from error
+    figures = (
+        "wasserstein", "scaled", "ks", "mean_shift", "std_change", "nonfinite_a", "nonfinite_b"
+    )  # fmt: skip
+    rows = [
+        {"key": d.key, "step_a": d.step_a, "step_b": d.step_b}
+        | {name: _finite(getattr(d, name)) for name in figures}
+        for d in found.ranked
+    ]
+    return {
+        "a": first.name, "b": second.name, "rows": rows,
+        "only_a": found.only_a, "only_b": found.only_b, "unmatched": found.unmatched,
+    }  # fmt: skip
+
+
+def _finite(value: float) -> float | None:
+    """``value`` as JSON can hold it: None for NaN and the infinities."""
+    return value if math.isfinite(value) else None

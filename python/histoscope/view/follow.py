@@ -162,6 +162,14 @@ class RunIndex:
             finally:
                 self.first_read.set()
 
+    def compare(
+        self, other: RunIndex, step: int | None = None, other_step: int | None = None
+    ) -> _core.Comparison:
+        """Every key of this run at its last step at or before ``step`` (default: its last)
+        against the same key of ``other`` (which may be this run) at ``other_step``,
+        farthest first (see `histoscope.compare`)."""
+        return _core.compare_runs(self._loader, other._loader, step, other_step)
+
     def buckets(self, tag: str, steps: Sequence[int]) -> list[np.ndarray]:
         """The ``(k, 3)`` buckets of ``tag`` at each of ``steps``, read again from the files
         (empty for a step the run does not have).

@@ -30,6 +30,7 @@ MODULES = (
     "cards.js",
     "controls.js",
     "alerts.js",
+    "order.js",
     "app.js",
 )
 

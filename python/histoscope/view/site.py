@@ -183,6 +183,8 @@ class Site:
             "buckets": lambda query: answers.buckets(self.index, query),
             "card": lambda query: answers.card(self.index, query),
             "overview": lambda query: answers.overview(self.index, query),
+            "ranking": lambda query: answers.ranking(self.index, query),
+            "compare": lambda query: answers.compare(self.index, query),
             "findings": lambda query: self.findings.answer(),
         }
         warm = _warm_up(self.index, self.layouts, progress)

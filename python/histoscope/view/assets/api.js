@@ -43,6 +43,8 @@ export function serverSource() {
     }),
     buckets: (tag, step, runs) => getJSON("api/buckets", { tag, step, run: runs }),
     overview: (run, stat) => getJSON("api/overview", { run, stat }),
+    ranking: (run, by) => getJSON("api/ranking", { run, by }),
+    compare: (a, b, stepA, stepB) => getJSON("api/compare", { run: [a, b], step_a: stepA, step_b: stepB }),
     findings: () => getJSON("api/findings").catch(() => ({ findings: [] })),
   };
 }

@@ -12,6 +12,7 @@ import { makeControls } from "./controls.js";
 import { makeKeys } from "./keys.js";
 import { makeOverview } from "./overview.js";
 import { makeAlerts } from "./alerts.js";
+import { makeOrder } from "./order.js";
 import { naturalOrder } from "./names.js";
 
 const POLL_MS = 2000;
@@ -28,7 +29,7 @@ export function start(source) {
   const app = { state, source, $, status, remember: () => writeUrlState(state), refresh, describeStatus, markOnce };
   Object.assign(app, makeRuns(app), makeSections(app), makeCards(app), makeControls(app), makeAlerts(app));
   app.keys = makeKeys(app);
-  Object.assign(app, makeOverview(app));
+  Object.assign(app, makeOverview(app), makeOrder(app));
 
   function describeStatus() {
     if (!state.runs.length) {

@@ -171,7 +171,9 @@ export function makeOverview(app) {
     const blocks = sections.filter((s) => s.tags.length).map((section) => {
       const items = section.tags.map((tag) => ({ tag, label: rowLabel(tag, section.name) }))
         .sort((a, b) => naturalOrder(a.label, b.label));
-      const tree = groupRows(items, GROUP_AT);
+      // Keys put in an order are listed in it, one row each: a group would hide the order.
+      const byTag = new Map(items.map((item) => [item.tag, item]));
+      const tree = state.ranking ? app.orderKeys(section.tags).map((tag) => byTag.get(tag)) : groupRows(items, GROUP_AT);
       const rows = visibleRows(tree, opened.get(section.name) || new Set(), answer, findingsOf);
       const scale = levels(section.tags.flatMap((tag) => answer.rows[tag] || []));
       const grid = drawBlock(section, answer, rows, scale);
@@ -216,6 +218,7 @@ export function makeOverview(app) {
     loadedKey = key;
     answer = run ? await app.source.overview(run, stat) : null;
     drawOverview();
+    if (app.loadOrder) await app.loadOrder(false);
   }
 
   // The grids of the keys the filter lets through, section by section.

@@ -70,6 +70,10 @@ export function makeSections(app) {
       bySection.get(place.section)[place.hidden ? "hidden" : "shown"].push(tag);
     }
     const open = new Map([...document.querySelectorAll("details.section")].map((d) => [d.dataset.section, d.open]));
+    for (const section of bySection.values()) {
+      section.shown = app.orderKeys(section.shown);
+      section.hidden = app.orderKeys(section.hidden);
+    }
     state.sections = [...bySection.values()].sort((a, b) => naturalOrder(a.name, b.name));
     $("sections").replaceChildren(...state.sections.map((section) => {
       const details = document.createElement("details");

@@ -21,6 +21,7 @@ export function newState(fromUrl, vocabulary) {
     view: VIEWS.includes(fromUrl.view) ? fromUrl.view : "ridgeline",
     log: fromUrl.log, bars: fromUrl.bars, from: fromUrl.from, to: fromUrl.to, filter: fromUrl.filter,
     runFilter: fromUrl.runFilter, runNames: new Map(),
+    order: fromUrl.order, compareWith: fromUrl.compareWith, ranking: null,
     findings: [], announced: new Set(),
     stats: vocabulary.stats, severities: vocabulary.severities,
     text: true, sound: false, braille: false,
@@ -48,6 +49,8 @@ export function readUrlState() {
     bars: params.get("bars") === "1",
     from: number("from"),
     to: number("to"),
+    order: params.get("order") || "",
+    compareWith: params.get("compare") || "",
   };
 }
 
@@ -62,6 +65,8 @@ export function writeUrlState(state) {
   if (state.bars) params.set("bars", "1");
   if (state.from !== null) params.set("from", String(state.from));
   if (state.to !== null) params.set("to", String(state.to));
+  if (state.order) params.set("order", state.order);
+  if (state.compareWith) params.set("compare", state.compareWith);
   const hash = "#" + params.toString();
   if (location.hash !== hash) history.replaceState(null, "", hash);
 }
