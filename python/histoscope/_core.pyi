@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Final, Literal, Protocol
 
 import numpy as np
@@ -291,6 +292,21 @@ class EventFileWriter:
         counts: npt.NDArray[np.float64],
         stats: Stats,
     ) -> None: ...
+    def write_batch(
+        self, tags: list[str], step: int, wall_time: float, batch: BinnedBatch
+    ) -> None: ...
+    def bin_and_write(
+        self,
+        tag: str,
+        step: int,
+        wall_time: float,
+        values: npt.NDArray[np.generic],
+        bins: int | None = None,
+        edges: npt.NDArray[np.float64] | None = None,
+        range: tuple[float, float] | None = None,
+        weights: npt.NDArray[np.float64] | None = None,
+        encoding: _Encoding | None = None,
+    ) -> None: ...
     def write_scalar(self, tag: str, step: int, wall_time: float, value: float) -> None: ...
     def write_layout(
         self, pattern: str, section: str | None, hidden: bool, wall_time: float
@@ -423,3 +439,21 @@ def histograms(
     bins: int,
     encodings: list[_Encoding | None] | None = None,
 ) -> list[BinnedHistogram]: ...
+
+@final
+class BinnedBatch:
+    @staticmethod
+    def of(
+        edges: Sequence[npt.NDArray[np.float64]],
+        counts: Sequence[npt.NDArray[np.float64]],
+        stats: Sequence[Stats],
+    ) -> BinnedBatch: ...
+    def joined(self, other: BinnedBatch) -> BinnedBatch: ...
+    def __len__(self) -> int: ...
+    def histogram(self, index: int) -> BinnedHistogram: ...
+
+def bin_batch(
+    values: list[npt.NDArray[np.generic]],
+    bins: int,
+    encodings: list[_Encoding | None] | None = None,
+) -> BinnedBatch: ...

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use super::arrays::{c_order, data, Array};
 use super::records::BinnedHistogram;
-use crate::bins::binning::{histogram as bin, BinningError, Bins};
+use crate::bins::binning::{histogram as bin, BinningError, Bins, Histogram};
 use crate::bins::edges::{self, EdgesError};
 use crate::histograms::float16::HalfFloat;
 
@@ -31,6 +31,7 @@ impl From<EdgesError> for PyErr {
 /// that type.
 #[pyfunction]
 #[pyo3(signature = (values, bins=None, edges=None, range=None, weights=None, encoding=None))]
+#[allow(clippy::too_many_arguments)]
 fn histogram<'py>(
     py: Python<'py>,
     values: &Bound<'py, PyAny>,
@@ -40,6 +41,21 @@ fn histogram<'py>(
     weights: Option<PyReadonlyArrayDyn<'py, f64>>,
     encoding: Option<HalfFloat>,
 ) -> PyResult<BinnedHistogram> {
+    let h = bin_values(py, values, bins, edges, range, weights, encoding)?;
+    BinnedHistogram::new(py, h)
+}
+
+/// `histogram`'s arguments checked and binned with the GIL released, the
+/// result kept in the core (`EventFileWriter.bin_and_write` writes it).
+pub fn bin_values<'py>(
+    py: Python<'py>,
+    values: &Bound<'py, PyAny>,
+    bins: Option<usize>,
+    edges: Option<&Bound<'py, PyAny>>,
+    range: Option<(f64, f64)>,
+    weights: Option<PyReadonlyArrayDyn<'py, f64>>,
+    encoding: Option<HalfFloat>,
+) -> PyResult<Histogram> {
     let array: Array<'py> = values.extract().map_err(|_| {
         PyTypeError::new_err(
             "values must be a NumPy array of a numeric or bool dtype (float16 and bfloat16 \
@@ -79,8 +95,7 @@ fn histogram<'py>(
         ))
     })?;
     let w = weights.as_deref();
-    let h = py.detach(|| bin(data.values(), w, bins))?;
-    BinnedHistogram::new(py, h)
+    Ok(py.detach(|| bin(data.values(), w, bins))?)
 }
 
 /// Raises ValueError unless `count` equal bins are allowed (1 to `MAX_BINS`).

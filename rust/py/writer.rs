@@ -3,14 +3,18 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use numpy::PyReadonlyArray1;
+use numpy::{PyReadonlyArray1, PyReadonlyArrayDyn};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
+use super::binning::bin_values;
+use super::binning_batch::BinnedBatch;
 use super::records::StatsRecord;
+use crate::histograms::float16::HalfFloat;
 use crate::histograms::stats::Stats;
 use crate::read::metric_layout::MetricLayout;
 use crate::read::optimizer_note::OptimizerNote;
+use crate::write::binned::{write_step, BinnedError};
 use crate::write::event_writer::{
     histogram_event, layout_event, optimizer_event, scalar_event, EventWriter, HistogramRecord,
     WriteError,
@@ -25,6 +29,15 @@ impl From<WriteError> for PyErr {
     }
 }
 
+impl From<BinnedError> for PyErr {
+    fn from(e: BinnedError) -> PyErr {
+        match e {
+            BinnedError::TagCount { .. } => PyValueError::new_err(e.to_string()),
+            BinnedError::Write(e) => e.into(),
+        }
+    }
+}
+
 /// A new events file in a run's folder; every call releases the GIL while it writes.
 #[pyclass(module = "histoscope._core")]
 pub struct EventFileWriter {
@@ -33,14 +46,16 @@ pub struct EventFileWriter {
 }
 
 impl EventFileWriter {
+    fn closed(&self) -> PyErr {
+        PyValueError::new_err(format!("{} is closed", self.path.display()))
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut EventWriter) -> Result<T, WriteError>) -> PyResult<T> {
         let mut guard = self
             .writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let writer = guard
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err(format!("{} is closed", self.path.display())))?;
+        let writer = guard.as_mut().ok_or_else(|| self.closed())?;
         Ok(f(writer)?)
     }
 }
@@ -87,6 +102,62 @@ impl EventFileWriter {
                 stats: Stats::from(stats),
             };
             let event = histogram_event(&record)?;
+            self.with(|w| w.write(&event))
+        })
+    }
+
+    /// Writes `batch`'s histograms under `tags`, all at `step`, in one call.
+    fn write_batch(
+        &self,
+        py: Python<'_>,
+        tags: Vec<String>,
+        step: i64,
+        wall_time: f64,
+        batch: &BinnedBatch,
+    ) -> PyResult<()> {
+        py.detach(|| {
+            let mut guard = self
+                .writer
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let writer = guard.as_mut().ok_or_else(|| self.closed())?;
+            Ok(write_step(
+                writer,
+                step,
+                wall_time,
+                &tags,
+                &batch.histograms,
+            )?)
+        })
+    }
+
+    /// Bins `values` as `histogram` does (same arguments) and writes the
+    /// histogram under `tag`, with no Python object made for it.
+    #[pyo3(signature = (tag, step, wall_time, values, bins=None, edges=None, range=None, weights=None, encoding=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn bin_and_write<'py>(
+        &self,
+        py: Python<'py>,
+        tag: &str,
+        step: i64,
+        wall_time: f64,
+        values: &Bound<'py, PyAny>,
+        bins: Option<usize>,
+        edges: Option<&Bound<'py, PyAny>>,
+        range: Option<(f64, f64)>,
+        weights: Option<PyReadonlyArrayDyn<'py, f64>>,
+        encoding: Option<HalfFloat>,
+    ) -> PyResult<()> {
+        let h = bin_values(py, values, bins, edges, range, weights, encoding)?;
+        py.detach(|| {
+            let event = histogram_event(&HistogramRecord {
+                tag,
+                step,
+                wall_time,
+                edges: &h.edges,
+                counts: &h.counts,
+                stats: h.stats,
+            })?;
             self.with(|w| w.write(&event))
         })
     }

@@ -1,3 +1,4 @@
 //! Writing events files: histograms, scalars and card layouts as TensorBoard reads them.
 
+pub mod binned;
 pub mod event_writer;

@@ -17,50 +17,77 @@ two back-ends.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import _core
 from ._torch import Encoding, host_array
 from .device import MOMENTS, bin_on_device, counts_on_device, moments_on_device
-from .histogram import Histogram
+from .histogram import Histogram, batch_of, histograms_of
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["bin_tensors", "bin_tensors_with_torch", "local_counts", "local_moments"]
+__all__ = [
+    "bin_batch",
+    "bin_tensors",
+    "bin_tensors_with_torch",
+    "local_counts",
+    "local_moments",
+]
 
 
-def bin_tensors(tensors: Sequence[torch.Tensor], bins: int) -> list[Histogram]:
-    """The histograms of ``tensors`` (any shapes, devices and real dtypes), in order.
+def bin_batch(tensors: Sequence[torch.Tensor], bins: int) -> _core.BinnedBatch:
+    """The histograms of ``tensors`` (any shapes, devices and real dtypes), in order, held
+    by the core until `EventFileWriter.write_batch` writes them: no Python object is made
+    per histogram, and ``batch.histogram(i)`` gives one when asked.
 
     Raises ValueError naming the first tensor whose finite values span more
     than a float64 can hold (``-1e308`` and ``1e308``), as `Histogram` does.
 
     Example:
         >>> import torch
+        >>> batch = bin_batch([torch.arange(4.0), torch.ones(2)], bins=2)
+        >>> len(batch), batch.histogram(1).counts.tolist()
+        (2, [0.0, 2.0])
+    """
+    groups = _by_device(tensors)
+    if list(groups) == ["cpu"]:
+        arrays, encodings = _host_arrays(tensors)
+        return _core.bin_batch(arrays, bins, encodings)
+    results: list[Any] = [None] * len(tensors)
+    for device, indices in groups.items():
+        group = [tensors[i] for i in indices]
+        if device == "cpu":
+            arrays, encodings = _host_arrays(group)
+            done: Sequence[Any] = _core.histograms(arrays, bins, encodings)
+        else:
+            done = bin_on_device(group, bins)
+        for i, histogram in zip(indices, done):
+            results[i] = histogram
+    return batch_of(results)
+
+
+def bin_tensors(tensors: Sequence[torch.Tensor], bins: int) -> list[Histogram]:
+    """`bin_batch`, each histogram a `Histogram`: for a caller that wants to see them.
+
+    Example:
+        >>> import torch
         >>> [h.counts.tolist() for h in bin_tensors([torch.arange(4.0), torch.ones(2)], bins=2)]
         [[2.0, 2.0], [0.0, 2.0]]
     """
-    results: list[Histogram | None] = [None] * len(tensors)
-    for device, indices in _by_device(tensors).items():
-        group = [tensors[i] for i in indices]
-        done = _bin_on_cpu(group, bins) if device == "cpu" else bin_tensors_with_torch(group, bins)
-        for i, histogram in zip(indices, done):
-            results[i] = histogram
-    return [h for h in results if h is not None]
+    return histograms_of(bin_batch(tensors, bins))
 
 
-def _bin_on_cpu(tensors: Sequence[torch.Tensor], bins: int) -> list[Histogram]:
+def _host_arrays(tensors: Sequence[torch.Tensor]) -> tuple[list[np.ndarray], list[Encoding | None]]:
     arrays: list[np.ndarray] = []
     encodings: list[Encoding | None] = []
     for tensor in tensors:
         array, encoding = host_array(tensor)
         arrays.append(array)
         encodings.append(encoding)
-    binned = _core.histograms(arrays, bins, encodings)
-    return [Histogram._of(b.edges, b.counts, b.stats) for b in binned]
+    return arrays, encodings
 
 
 def bin_tensors_with_torch(tensors: Sequence[torch.Tensor], bins: int) -> list[Histogram]:

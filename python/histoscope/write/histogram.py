@@ -11,6 +11,7 @@ limit, the default range and the edges are the Rust core's rules.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,10 @@ __all__ = [
     "MAX_BINS",
     "Histogram",
     "SnapshotPool",
+    "batch_of",
     "bin_prepared",
+    "histograms_of",
+    "numpy_weights",
     "prepare_values",
     "prepare_weights",
 ]
@@ -233,16 +237,46 @@ def bin_prepared(
     if not isinstance(values, np.ndarray) and device_type(values) != "cpu":
         return _bin_with_torch(values, bins, range, weights)
     array, half = host_array(values)
-    numpy_weights = None if weights is None else _numpy_weights(weights)
+    host_weights = None if weights is None else numpy_weights(weights)
     binned = _core.histogram(
         array,
         bins=bins if isinstance(bins, int) else None,
         edges=None if isinstance(bins, int) else bins,
         range=range,
-        weights=numpy_weights,
+        weights=host_weights,
         encoding=half,
     )
     return Histogram._of(binned.edges, binned.counts, binned.stats)
+
+
+def batch_of(binned: Sequence[Any]) -> _core.BinnedBatch:
+    """A core batch of histograms binned elsewhere: anything with float64 ``edges`` and
+    ``counts`` and a `_core.Stats` ``stats`` (`device.Binned`, `_core.BinnedHistogram`);
+    a `Histogram`'s record is its ``stats_record``.
+
+    Example:
+        >>> h = _core.histogram(np.array([0.0, 1.0]), bins=2)
+        >>> len(batch_of([h, h]))
+        2
+    """
+    return _core.BinnedBatch.of(
+        [b.edges for b in binned], [b.counts for b in binned], [_record(b) for b in binned]
+    )
+
+
+def histograms_of(batch: _core.BinnedBatch) -> list[Histogram]:
+    """Each histogram of ``batch`` as a `Histogram`.
+
+    Example:
+        >>> [h.count for h in histograms_of(_core.bin_batch([np.arange(3.0)], 2))]
+        [3.0]
+    """
+    binned = (batch.histogram(i) for i in range(len(batch)))
+    return [Histogram._of(b.edges, b.counts, b.stats) for b in binned]
+
+
+def _record(binned: Any) -> _core.Stats:
+    return binned.stats_record if isinstance(binned, Histogram) else binned.stats
 
 
 def _bin_with_torch(
@@ -287,7 +321,8 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _numpy_weights(weights: Prepared) -> np.ndarray:
+def numpy_weights(weights: Prepared) -> np.ndarray:
+    """Prepared weights as the core takes them: a flat float64 NumPy array."""
     if not isinstance(weights, np.ndarray):
         return flat_numpy_weights(weights)
     return np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)

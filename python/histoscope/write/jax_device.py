@@ -37,9 +37,9 @@ import numpy as np
 
 from .. import _core
 from ._torch import NUMPY_DTYPES, Encoding, host_array
-from .histogram import Histogram
+from .histogram import Histogram, batch_of, histograms_of
 
-__all__ = ["bin_jax_arrays", "bin_on_jax_device", "on_accelerator"]
+__all__ = ["bin_jax_arrays", "bin_jax_batch", "bin_on_jax_device", "on_accelerator"]
 
 _HOST_DTYPES = NUMPY_DTYPES | {"bfloat16"}
 """Dtypes whose NumPy view the core bins as it is (16-bit floats as their bits)."""
@@ -73,7 +73,20 @@ def on_accelerator(array: Any) -> bool:
 def bin_jax_arrays(
     arrays: Sequence[Any], bins: int, names: Sequence[str] | None = None
 ) -> list[Histogram]:
-    """The histograms of ``arrays`` (JAX or NumPy, any shapes and real dtypes), in order.
+    """`bin_jax_batch`, each histogram a `Histogram`: for a caller that wants to see them.
+
+    Example:
+        >>> bin_jax_arrays([np.array([0.0, 1.0, np.nan])], bins=2)[0].nonfinite
+        1.0
+    """
+    return histograms_of(bin_jax_batch(arrays, bins, names))
+
+
+def bin_jax_batch(
+    arrays: Sequence[Any], bins: int, names: Sequence[str] | None = None
+) -> _core.BinnedBatch:
+    """The histograms of ``arrays`` (JAX or NumPy, any shapes and real dtypes), in order,
+    held by the core until they are written.
 
     Arrays on an accelerator are binned there (`bin_on_jax_device`); the
     others are handed to the core as NumPy views, all in one call. Raises
@@ -81,30 +94,38 @@ def bin_jax_arrays(
     finite values span more than a float64 holds.
 
     Example:
-        >>> bin_jax_arrays([np.array([0.0, 1.0, np.nan])], bins=2)[0].nonfinite
+        >>> batch = bin_jax_batch([np.array([0.0, 1.0, np.nan])], bins=2)
+        >>> batch.histogram(0).stats.nonfinite
         1.0
     """
     labels = list(names) if names is not None else [f"array {i}" for i in range(len(arrays))]
-    results: list[Histogram | None] = [None] * len(arrays)
     device_indices = [i for i, a in enumerate(arrays) if on_accelerator(a) and _device_bins(a)]
-    if device_indices:
-        binned = bin_on_jax_device(
-            [arrays[i] for i in device_indices], bins, [labels[i] for i in device_indices]
-        )
-        for i, histogram in zip(device_indices, binned):
-            results[i] = histogram
+    if not device_indices:
+        return _bin_on_host(arrays, bins, labels)
+    results: list[Any] = [None] * len(arrays)
+    binned = bin_on_jax_device(
+        [arrays[i] for i in device_indices], bins, [labels[i] for i in device_indices]
+    )
+    for i, histogram in zip(device_indices, binned):
+        results[i] = histogram
     host_indices = [i for i, result in enumerate(results) if result is None]
     if host_indices:
-        views = [_host_view(arrays[i]) for i in host_indices]
-        try:
-            binned_on_host = _core.histograms([v for v, _ in views], bins, [e for _, e in views])
-        except ValueError:
-            for (view, encoding), i in zip(views, host_indices):
-                _check_span(view, encoding, labels[i])
-            raise
-        for i, b in zip(host_indices, binned_on_host):
-            results[i] = Histogram._of(b.edges, b.counts, b.stats)
-    return [h for h in results if h is not None]
+        on_host = _bin_on_host(
+            [arrays[i] for i in host_indices], bins, [labels[i] for i in host_indices]
+        )
+        for n, i in enumerate(host_indices):
+            results[i] = on_host.histogram(n)
+    return batch_of(results)
+
+
+def _bin_on_host(arrays: Sequence[Any], bins: int, labels: Sequence[str]) -> _core.BinnedBatch:
+    views = [_host_view(array) for array in arrays]
+    try:
+        return _core.bin_batch([v for v, _ in views], bins, [e for _, e in views])
+    except ValueError:
+        for (view, encoding), label in zip(views, labels):
+            _check_span(view, encoding, label)
+        raise
 
 
 def bin_on_jax_device(

@@ -21,17 +21,17 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import _args
+from .. import _args, _core
 from .histogram import Histogram, prepare_weights
 from .optimizer import optimizer_classes
 from .options import DEFAULT_BINS, WatchOptions
 from .tree import log_tree as _log_tree
 from .watch import NO_SINK, Watch, unwrap, writes_here
-from .writer import Backlog, Flush, ReadyHistogram, Scalar, Snapshot, Writer
+from .writer import Backlog, Flush, ReadyBatch, ReadyHistogram, Scalar, Snapshot, Writer
 
 if TYPE_CHECKING:
     import torch
@@ -266,6 +266,28 @@ class Run:
                 self._writer.submit(ReadyHistogram(key, this_step, wall_time, value))
             else:
                 self._writer.submit(Scalar(key, this_step, wall_time, value))
+
+    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+        """Logs histograms the core has binned (`batched.bin_batch`) under ``keys``, at
+        ``step``: written in one call, with no Python object per histogram. `watch` and
+        `log_tree` log this way.
+
+        Example:
+            >>> import tempfile, numpy as np, histoscope as hs
+            >>> from histoscope import _core
+            >>> batch = _core.bin_batch([np.arange(10.0), np.ones(3)], 4)
+            >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
+            ...     run.log_batch(["a", "b"], batch, step=0)
+            >>> sorted(hs.load_histograms(run.path))
+            ['a', 'b']
+        """
+        if len(keys) != len(batch):
+            raise ValueError(f"{len(keys)} keys for {len(batch)} histograms; give one key each")
+        step = _args.whole_number(step, "step", minimum=0)
+        checked = [_args.key(key) for key in keys]
+        for key in checked:
+            self._next_step(key, step)
+        self._writer.submit(ReadyBatch(checked, step, time.time(), batch))
 
     # A JAX pytree's array leaves, binned at once: see histoscope.write.tree.
     log_tree = _log_tree

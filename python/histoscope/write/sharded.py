@@ -49,8 +49,7 @@ import numpy as np
 
 from ..errors import ShardedWarning
 from .batched import local_counts, local_moments
-from .device import default_edges
-from .histogram import Histogram
+from .device import Binned, default_edges
 from .options import WatchOptions
 from .shards import Local, Piece
 
@@ -117,7 +116,7 @@ class Merge:
 
         return self.options.all_ranks or dist.get_rank() == self.options.rank
 
-    def capture(self, step: int, wanted: Sequence[Wanted]) -> dict[str, Histogram]:
+    def capture(self, step: int, wanted: Sequence[Wanted]) -> dict[str, Binned]:
         """The whole histograms of every rank's ``wanted`` tensors, on the rank that writes.
 
         Every rank with a sharded model calls this at the same step, with the
@@ -149,7 +148,7 @@ class Merge:
             dist.destroy_process_group(self.group)
         self.group = None
 
-    def _merge(self, step: int, wanted: Sequence[Wanted], layout: Layout) -> dict[str, Histogram]:
+    def _merge(self, step: int, wanted: Sequence[Wanted], layout: Layout) -> dict[str, Binned]:
         import torch.distributed as dist
 
         n, bins = len(layout.keys), self.options.bins
@@ -259,7 +258,7 @@ def _tensor(values: np.ndarray) -> torch.Tensor:
 
 def _histogram(
     edges: np.ndarray, summed: np.ndarray, low: float, high: float, shift: float
-) -> Histogram:
+) -> Binned:
     """A whole histogram from the summed row: counts, then count, nonfinite, S1 and S2."""
     from .. import _core
 
@@ -277,7 +276,7 @@ def _histogram(
         below=0.0,
         above=0.0,
     )
-    return Histogram._of(edges.copy(), counts.copy(), stats)
+    return Binned(edges.copy(), counts.copy(), stats)
 
 
 def _gloo_world(timeout: float) -> Any:

@@ -8,7 +8,7 @@ attribute (a Flax NNX variable's) is left out. Leaves that are not arrays of
 real numbers (functions, None, PRNG keys, complex arrays) are left out too.
 
 All leaves are binned before `log_tree` returns, in one batched call
-(`jax_device.bin_jax_arrays`): on their accelerator, with only the counts
+(`jax_device.bin_jax_batch`): on their accelerator, with only the counts
 transferred, or by the core from NumPy views of host buffers. Nothing but the
 small histograms waits for the run's writer, as with `Run.watch`.
 
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from .. import _args
-from .jax_device import bin_jax_arrays
+from .jax_device import bin_jax_batch
 from .options import DEFAULT_BINS, Filter, WatchOptions
 
 if TYPE_CHECKING:
@@ -93,8 +93,8 @@ def log_tree(
     if not leaves:
         return
     keys = [f"{prefix}/{path}" if path else prefix for path, _ in leaves]
-    histograms = bin_jax_arrays([leaf for _, leaf in leaves], options.bins, keys)
-    sink.log(dict(zip(keys, histograms)), step=step)
+    batch = bin_jax_batch([leaf for _, leaf in leaves], options.bins, keys)
+    sink.log_batch(keys, batch, step=step)
 
 
 def array_leaves(tree: Any) -> list[tuple[str, Any]]:

@@ -37,11 +37,13 @@ cause at every step.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import _core
 from ..errors import ShardedWarning, UnloggedWarning
-from .batched import bin_tensors
+from .batched import batch_of, bin_batch
+from .device import Binned
 from .histogram import Histogram
 from .optimizer import OptimizerWatch
 from .options import WatchOptions
@@ -66,6 +68,10 @@ class HistogramSink(Protocol):
         """Writes ``data`` (key -> `Histogram`) at ``step``."""
         ...
 
+    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+        """Writes ``batch``'s histograms under ``keys`` at ``step``, as the core binned them."""
+        ...
+
 
 class NoSink:
     """A `HistogramSink` that keeps nothing: for the ranks of a sharded watch that only take
@@ -79,6 +85,9 @@ class NoSink:
     closed = False
 
     def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
+        """Keeps nothing."""
+
+    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
         """Keeps nothing."""
 
 
@@ -280,19 +289,22 @@ class Watch:
 
         return hook
 
-    def _log(self, step: int, keyed: list[tuple[str, Any]], merged: dict[str, Histogram]) -> None:
+    def _log(self, step: int, keyed: list[tuple[str, Any]], merged: dict[str, Binned]) -> None:
         if not keyed and not merged:
             return
-        histograms: list[Histogram | None]
+        keys = [key for key, _ in keyed]
         try:
-            histograms = list(bin_tensors([t for _, t in keyed], self.options.bins))
+            batch = bin_batch([t for _, t in keyed], self.options.bins)
         except Exception:  # noqa: BLE001 - the tensor at fault is found and named below
-            histograms = [self._bin_alone(step, key, tensor) for key, tensor in keyed]
+            alone = [(key, self._bin_alone(step, key, tensor)) for key, tensor in keyed]
+            keys = [key for key, binned in alone if binned is not None]
+            batch = batch_of([binned for _, binned in alone if binned is not None])
         if self.sink.closed:
             self.remove()
             return
-        logged = {key: h for (key, _), h in zip(keyed, histograms) if h is not None}
-        self.sink.log({**logged, **merged}, step=step)
+        if merged:
+            keys, batch = keys + list(merged), batch.joined(batch_of(list(merged.values())))
+        self.sink.log_batch(keys, batch, step=step)
 
     def _bin_alone(self, step: int, key: str, tensor: Any) -> Histogram | None:
         """One tensor that cannot be binned costs only its own histogram, and is named."""

@@ -1,7 +1,8 @@
 """A run's writer: one background thread that bins snapshots and writes them through the core.
 
 The caller's thread hands it jobs (frozen dataclasses below) and returns;
-the thread bins (`bin_prepared`, the GIL released in Rust) and writes, and
+the thread has the core bin and write them in one call (the GIL released),
+or bins a tensor on its device and writes its counts, and
 flushes every few seconds. Snapshots waiting for it are bounded
 (``max_pending_bytes``): `Writer.reserve` waits for room, or drops with
 ``on_full="drop"``. A failure becomes one warning per cause, never an
@@ -30,19 +31,27 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
+
+import numpy as np
 
 from .. import _core
 from .._args import Bins
 from ..errors import DroppedHistogramWarning, HistoscopeWarning, UnwrittenWarning
-from .histogram import Histogram, SnapshotPool, bin_prepared
+from ._torch import device_type, host_array
+from .device import bin_on_device
+from .histogram import Histogram, SnapshotPool, numpy_weights
 from .snapshot import Prepared
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "FLUSH_SECONDS",
     "Backlog",
     "Flush",
     "Job",
+    "ReadyBatch",
     "ReadyHistogram",
     "Scalar",
     "Snapshot",
@@ -77,6 +86,16 @@ class ReadyHistogram:
     step: int
     wall_time: float
     histogram: Histogram
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadyBatch:
+    """Histograms the core binned together (`watch`, `log_tree`): written in one call."""
+
+    keys: list[str]
+    step: int
+    wall_time: float
+    batch: _core.BinnedBatch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,8 +139,8 @@ class Backlog:
     """Histograms and scalars handed to the writer and not written yet."""
 
 
-Job = Union[Snapshot, ReadyHistogram, Scalar, Flush, Stop]
-_COUNTED = (Snapshot, ReadyHistogram, Scalar)
+Job = Union[Snapshot, ReadyHistogram, ReadyBatch, Scalar, Flush, Stop]
+_COUNTED = (Snapshot, ReadyHistogram, ReadyBatch, Scalar)
 
 
 class Writer:
@@ -314,33 +333,59 @@ class Writer:
             self.guard(
                 job.key, lambda: self.file.write_scalar(job.key, job.step, job.wall_time, job.value)
             )
-            return
-        if isinstance(job, Snapshot):
-            histogram = self._bin(job)
+        elif isinstance(job, ReadyBatch):
+            self.guard(
+                ", ".join(job.keys[:3]) + (", ..." if len(job.keys) > 3 else ""),
+                lambda: self.file.write_batch(job.keys, job.step, job.wall_time, job.batch),
+            )
+        elif isinstance(job, Snapshot):
+            self._bin_and_write(job)
         elif isinstance(job, ReadyHistogram):
-            histogram = job.histogram
-        else:  # pragma: no cover - Flush and Stop never get here
-            return
-        if histogram is None:
-            return
+            h = job.histogram
+            self._write_binned(job, h.edges, h.counts, h.stats_record)
+
+    def _write_binned(
+        self, job: Snapshot | ReadyHistogram, edges: Any, counts: Any, stats: _core.Stats
+    ) -> None:
         self.guard(
             job.key,
             lambda: self.file.write_histogram(
-                job.key,
-                job.step,
-                job.wall_time,
-                histogram.edges,
-                histogram.counts,
-                histogram.stats_record,
+                job.key, job.step, job.wall_time, edges, counts, stats
             ),
         )
 
-    def _bin(self, job: Snapshot) -> Histogram | None:
+    def _bin_and_write(self, job: Snapshot) -> None:
+        """Bins the snapshot and writes it: in the core in one call for host values, on
+        their device (only the counts coming back) for tensors elsewhere."""
         try:
-            histogram = self.guard(
-                job.key, lambda: bin_prepared(job.values, job.bins, job.range, job.weights)
-            )
+            if isinstance(job.values, np.ndarray) or device_type(job.values) == "cpu":
+                self.guard(job.key, lambda: self._core_bin_and_write(job))
+            else:
+                tensor = cast("torch.Tensor", job.values)
+                binned = self.guard(
+                    job.key, lambda: bin_on_device([tensor], job.bins, job.range, _w(job))[0]
+                )
+                if binned is not None:
+                    self._write_binned(job, binned.edges, binned.counts, binned.stats)
             self.pool.release(job.values)
         finally:
             self.give_back(job.size)
-        return histogram
+
+    def _core_bin_and_write(self, job: Snapshot) -> None:
+        array, half = host_array(job.values)
+        bins, edges = (job.bins, None) if isinstance(job.bins, int) else (None, job.bins)
+        self.file.bin_and_write(
+            job.key,
+            job.step,
+            job.wall_time,
+            array,
+            bins=bins,
+            edges=edges,
+            range=job.range,
+            weights=None if job.weights is None else numpy_weights(job.weights),
+            encoding=half,
+        )
+
+
+def _w(job: Snapshot) -> list[Prepared] | None:
+    return None if job.weights is None else [job.weights]
