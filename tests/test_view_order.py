@@ -126,3 +126,37 @@ def test_a_compared_run_orders_by_distance_with_a_table_of_links(page: Page) -> 
     expect(card).to_contain_text("changed", timeout=20000)
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def _expected_points(server: Server, tag: str) -> tuple[float, float]:
+    """The largest gain and loss, in percentage points, of changed's shares over base's."""
+    card = answer(server, f"api/card?tag={tag}&run=base&run=changed")
+    counts = {entry["run"]: np.array(entry["current"]["counts"]) for entry in card["runs"]}
+    change = 100 * (
+        counts["changed"] / counts["changed"].sum() - counts["base"] / counts["base"].sum()
+    )
+    return float(change.max()), float(change.min())
+
+
+def test_compare_mode_draws_each_cards_difference_and_says_it(page: Page, server: Server) -> None:
+    expect(page.locator("#compare-run option")).to_have_count(2, timeout=20000)
+    page.locator("#compare-run").select_option("changed")
+    tag = "weights/layer02"
+    card = page.locator(f'article.card[data-tag="{tag}"]')
+    card.scroll_into_view_if_needed()
+    note = card.locator(".difference-note")
+    expect(note).to_contain_text("changed at step 2 minus base at step 2", timeout=20000)
+    gain, loss = _expected_points(server, tag)
+    expect(note).to_contain_text(f"(+{gain:.1f} points)")
+    expect(note).to_contain_text(f"(−{abs(loss):.1f} points)")
+    panel = card.locator("svg.difference")
+    assert "difference: changed at step 2" in panel.get_attribute("aria-label")
+    assert panel.locator("rect.gain").count() > 0 and panel.locator("rect.loss").count() > 0
+    # Three times as wide: the compared run loses share in the middle bins.
+    edges = np.array(answer(server, f"api/card?tag={tag}&run=base&run=changed")["edges"])
+    lost_at = note.inner_text().split("most lost in [")[1].split(",")[0]
+    assert abs(float(lost_at.replace("−", "-"))) < (edges[-1] - edges[0]) / 4
+    page.locator("#compare-run").select_option("")
+    expect(card.locator(".difference-note")).to_have_count(0)
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()

@@ -21,6 +21,7 @@ MODULES = (
     "axes.js",
     "ridgeline.js",
     "draw.js",
+    "difference.js",
     "keys.js",
     "brush.js",
     "runs.js",

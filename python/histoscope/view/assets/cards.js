@@ -7,6 +7,7 @@ import { formatValue, svgElement } from "./format.js";
 import { runColour, runDash } from "./colours.js";
 import { OVERLAID, drawOverlay, drawHeatmap, drawBands } from "./draw.js";
 import { RIDGES, drawRidgeline } from "./ridgeline.js";
+import { drawDifference } from "./difference.js";
 import { brushChart } from "./brush.js";
 
 const LOADING_AT_ONCE = 4;
@@ -164,6 +165,7 @@ export function makeCards(app) {
         return shape.svg;
       });
     }
+    if (state.view !== "steps") panels.push(...differencePanels(card));
     for (const failed of data.errors || []) panels.push(readError(failed));
     card.chart.replaceChildren(...panels);
     card.chart.dataset.view = state.view;
@@ -171,6 +173,14 @@ export function makeCards(app) {
     drawStats(card);
     if (card.node.contains(document.activeElement)) app.keys.drawCursor(card);
     app.keys.drawBraille(card);
+  }
+
+  // In compare mode, the compared run's shares of the card's bins minus the first run's.
+  function differencePanels(card) {
+    const pair = app.comparedPair();
+    if (!pair || !card.data.edges.length) return [];
+    const [a, b] = pair.map((run) => card.data.runs.find((e) => e.run === run && e.current));
+    return a && b ? drawDifference(card.tag, card.data.edges, a, b, app.runLabel) : [];
   }
 
   // A run whose events file was removed or cut after it was indexed: said on the card,

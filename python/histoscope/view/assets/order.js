@@ -40,6 +40,12 @@ export function makeOrder(app) {
     return $("overview-run").value || app.shownRuns()[0];
   }
 
+  // The two runs compare mode sets side by side: the overview's run, then the compared one.
+  function comparedPair() {
+    const a = overviewRun();
+    return state.compareWith && a && a !== state.compareWith ? [a, state.compareWith] : null;
+  }
+
   function drawChoices() {
     const select = $("order");
     if (!select.options.length) {
@@ -134,8 +140,10 @@ export function makeOrder(app) {
       state.shown.add(state.compareWith);
       app.drawRuns();
       app.refresh(true);
+    } else {
+      app.redrawMounted();
     }
   });
 
-  return { orderKeys, loadOrder };
+  return { orderKeys, loadOrder, comparedPair };
 }
