@@ -4,6 +4,7 @@ the overview and the cards, kept in the URL, announced, and used by keyboard (Ch
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -158,5 +159,39 @@ def test_compare_mode_draws_each_cards_difference_and_says_it(page: Page, server
     assert abs(float(lost_at.replace("−", "-"))) < (edges[-1] - edges[0]) / 4
     page.locator("#compare-run").select_option("")
     expect(card.locator(".difference-note")).to_have_count(0)
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
+
+
+def test_the_overview_coloured_by_distance_equals_the_comparison(server: Server) -> None:
+    found = answer(server, "api/overview?run=base&stat=distance&against=changed")
+    assert found["against"] == "changed" and found["steps"] == [0, 1, 2]
+    last = {
+        row["key"]: row["scaled"]
+        for row in answer(server, "api/compare?run=base&run=changed")["rows"]
+    }
+    for key in KEYS:
+        cells = found["rows"][key]
+        assert cells[-1] == pytest.approx(last[key], rel=1e-12)
+        if key in CHANGED:
+            assert min(cells) > 10 * max(max(found["rows"][k]) for k in KEYS if k not in CHANGED)
+    for bad in ("stat=distance", "stat=distance&against=base", "stat=distance&against=nope"):
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(server.url + "api/overview?run=base&" + bad)
+        assert error.value.code == 400
+
+
+def test_the_overview_is_coloured_by_distance_in_compare_mode(page: Page) -> None:
+    option = page.locator('#overview-stat option[value="distance"]')
+    expect(option).to_be_disabled(timeout=20000)
+    page.locator("#compare-run").select_option("changed")
+    expect(option).to_be_enabled(timeout=20000)
+    page.locator("#overview-stat").select_option("distance")
+    grid = page.locator('.overview-grid[data-section="weights"]')
+    expect(grid).to_have_attribute(
+        "aria-label", re.compile("coloured by distance to changed"), timeout=20000
+    )
+    page.locator("#compare-run").select_option("")
+    expect(page.locator("#overview-stat")).to_have_value("std", timeout=20000)
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()

@@ -268,6 +268,13 @@ class Comparison:
 def compare_runs(
     a: RunLoader, b: RunLoader, step_a: int | None = None, step_b: int | None = None
 ) -> Comparison: ...
+
+@final
+class DistanceTrack:
+    key: Final[str]
+    scaled: Final[npt.NDArray[np.float64]]
+
+def compare_tracks(a: RunLoader, b: RunLoader, columns: list[int]) -> list[DistanceTrack]: ...
 def histogram_distance(
     a: npt.NDArray[np.float64],
     b: npt.NDArray[np.float64],

@@ -70,6 +70,74 @@ pub fn compare(
     Ok(out)
 }
 
+/// One key's scaled distance (`Distance::scaled`) between two runs at each column step:
+/// each side at its last step at or before the column; NaN where a side has none yet or
+/// either holds no finite value there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DistanceTrack {
+    pub key: String,
+    pub scaled: Vec<f64>,
+}
+
+/// Every key both runs hold, in key order, tracked over `columns` (increasing steps), for
+/// the overview's cells; each side's buckets are read once per key, for the steps used.
+pub fn distance_tracks(
+    a: &RunLoader,
+    b: &RunLoader,
+    columns: &[i64],
+) -> Result<Vec<DistanceTrack>, BucketsError> {
+    let mut keys: Vec<&str> = a.tags().filter(|t| b.tag(t).is_some()).collect();
+    keys.sort_unstable();
+    keys.into_iter()
+        .map(|key| {
+            Ok(DistanceTrack {
+                key: key.to_owned(),
+                scaled: key_track(a, b, key, columns)?,
+            })
+        })
+        .collect()
+}
+
+fn key_track(
+    a: &RunLoader,
+    b: &RunLoader,
+    key: &str,
+    columns: &[i64],
+) -> Result<Vec<f64>, BucketsError> {
+    let (index_a, index_b) = (a.tag(key).expect("listed"), b.tag(key).expect("listed"));
+    let at = |index: &TagIndex| -> Vec<Option<usize>> {
+        columns
+            .iter()
+            .map(|&c| position(index, StepPick::AtOrBefore(c)))
+            .collect()
+    };
+    let (at_a, at_b) = (at(index_a), at(index_b));
+    let read = |loader: &RunLoader, index: &TagIndex, at: &[Option<usize>]| {
+        let mut used: Vec<usize> = at.iter().flatten().copied().collect();
+        used.dedup();
+        let steps: Vec<i64> = used.iter().map(|&p| index.rows.steps[p]).collect();
+        let rows = loader.buckets(key, &steps)?;
+        Ok::<_, BucketsError>((used, rows))
+    };
+    let ((used_a, rows_a), (used_b, rows_b)) = (read(a, index_a, &at_a)?, read(b, index_b, &at_b)?);
+    let rows_at = |used: &[usize], rows: &[Option<Vec<f64>>], p: usize| -> Vec<f64> {
+        let found = used.binary_search(&p).ok().and_then(|i| rows[i].clone());
+        found.unwrap_or_default()
+    };
+    let scaled = at_a.iter().zip(&at_b).map(|pair| match pair {
+        (Some(pa), Some(pb)) => {
+            let stats = (&index_a.rows.stats[*pa], &index_b.rows.stats[*pb]);
+            let (x, y) = (
+                rows_at(&used_a, &rows_a, *pa),
+                rows_at(&used_b, &rows_b, *pb),
+            );
+            distance(&x, &y, Some(stats)).map_or(f64::NAN, |d| d.scaled)
+        }
+        _ => f64::NAN,
+    });
+    Ok(scaled.collect())
+}
+
 fn key_distance(
     a: &RunLoader,
     b: &RunLoader,
@@ -202,5 +270,23 @@ mod tests {
         assert!((compared.ranked[0].distance.wasserstein - 2.0).abs() < 1e-9);
         let none = compare(&a, &a, StepPick::AtOrBefore(2), StepPick::Last).unwrap();
         assert_eq!(none.unmatched, vec!["h"]);
+    }
+
+    #[test]
+    fn tracks_follow_each_column_and_equal_the_single_step_comparison() {
+        let same = vec![("h", vec![0.0, 1.0, 4.0])];
+        let moved = vec![("h", vec![1.0, 2.0, 4.0])];
+        let a = run("track-a", &[(0, same.clone()), (10, same.clone())]);
+        let b = run("track-b", &[(2, same), (10, moved)]);
+        let tracks = distance_tracks(&a, &b, &[0, 5, 10, 20]).unwrap();
+        assert_eq!(tracks.len(), 1);
+        let scaled = &tracks[0].scaled;
+        // b has no step at or before 0; at 5 both are the same; from 10 b moved.
+        assert!(scaled[0].is_nan());
+        assert_eq!(scaled[1], 0.0);
+        let last = compare(&a, &b, StepPick::Last, StepPick::Last).unwrap();
+        assert_eq!(scaled[2], last.ranked[0].distance.scaled);
+        assert_eq!(scaled[3], scaled[2]);
+        assert!(scaled[2] > 0.0);
     }
 }

@@ -1,6 +1,6 @@
 //! Bindings for distances between histograms and for runs compared key by key.
 
-use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -8,7 +8,9 @@ use super::follow::RunLoaderHandle;
 use super::records::StatsRecord;
 use crate::bins::distance::{distance, Distance};
 use crate::histograms::stats::Stats;
-use crate::logdir::compare::{compare, Comparison, KeyDistance, StepPick};
+
+use crate::logdir::compare::{compare, distance_tracks, Comparison, KeyDistance, StepPick};
+use crate::logdir::run_loader::RunLoader;
 
 /// How one key's histogram on side b differs from side a (see the core's `bins::distance`).
 #[pyclass(frozen, get_all, name = "Distance", module = "histoscope._core")]
@@ -73,6 +75,27 @@ fn pick(step: Option<i64>) -> StepPick {
     step.map_or(StepPick::Last, StepPick::AtOrBefore)
 }
 
+/// Runs `f` on both runs' loaders, locked (once, when they are one run).
+fn locked_pair<T>(
+    a: &RunLoaderHandle,
+    b: &RunLoaderHandle,
+    f: impl FnOnce(&RunLoader, &RunLoader) -> T,
+) -> T {
+    if std::ptr::eq(a, b) {
+        let run = a.lock();
+        return f(&run, &run);
+    }
+    // Always in the same order, so two comparisons of a pair the other way round,
+    // each holding one run, cannot wait on each other.
+    let (first, second) = if (a as *const RunLoaderHandle) < (b as *const RunLoaderHandle) {
+        (a.lock(), b.lock())
+    } else {
+        let second = b.lock();
+        (a.lock(), second)
+    };
+    f(&first, &second)
+}
+
 /// Every key of `a` at its last step at or before `step_a` (default: its last) against
 /// the same key of `b` at `step_b`; `a` and `b` may be one loader. FileNotFoundError or
 /// ValueError when a file changed since it was indexed.
@@ -86,23 +109,39 @@ fn compare_runs(
     step_b: Option<i64>,
 ) -> PyResult<ComparisonRecord> {
     let (pick_a, pick_b) = (pick(step_a), pick(step_b));
-    let compared = py.detach(|| {
-        if std::ptr::eq(a, b) {
-            let run = a.lock();
-            return compare(&run, &run, pick_a, pick_b);
-        }
-        // Always in the same order, so two comparisons of a pair the other way round,
-        // each holding one run, cannot wait on each other.
-        let a_first = (a as *const RunLoaderHandle) < (b as *const RunLoaderHandle);
-        let (first, second) = if a_first {
-            (a.lock(), b.lock())
-        } else {
-            let second = b.lock();
-            (a.lock(), second)
-        };
-        compare(&first, &second, pick_a, pick_b)
-    })?;
+    let compared = py.detach(|| locked_pair(a, b, |x, y| compare(x, y, pick_a, pick_b)))?;
     Ok(compared.into())
+}
+
+/// One key's scaled distance between two runs at each column step (NaN where either
+/// side has no step yet or no finite value).
+#[pyclass(frozen, get_all, name = "DistanceTrack", module = "histoscope._core")]
+pub struct DistanceTrackRecord {
+    pub key: String,
+    pub scaled: Py<PyArray1<f64>>,
+}
+
+/// Every key both runs hold, in key order, with its scaled distance at each of `columns`
+/// (increasing steps), each side at its last step at or before the column: the
+/// overview's cells in compare mode.
+#[pyfunction]
+fn compare_tracks(
+    py: Python<'_>,
+    a: &RunLoaderHandle,
+    b: &RunLoaderHandle,
+    columns: Vec<i64>,
+) -> PyResult<Vec<DistanceTrackRecord>> {
+    if columns.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(PyValueError::new_err("columns must be increasing steps"));
+    }
+    let tracks = py.detach(|| locked_pair(a, b, |x, y| distance_tracks(x, y, &columns)))?;
+    Ok(tracks
+        .into_iter()
+        .map(|t| DistanceTrackRecord {
+            key: t.key,
+            scaled: t.scaled.into_pyarray(py).unbind(),
+        })
+        .collect())
 }
 
 fn rows<'a>(name: &str, array: &'a PyReadonlyArray2<'_, f64>) -> PyResult<&'a [f64]> {
@@ -141,6 +180,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DistanceRecord>()?;
     m.add_class::<ComparisonRecord>()?;
     m.add_function(wrap_pyfunction!(compare_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(compare_tracks, m)?)?;
+    m.add_class::<DistanceTrackRecord>()?;
     m.add_function(wrap_pyfunction!(histogram_distance, m)?)?;
     Ok(())
 }

@@ -69,7 +69,7 @@ CARD_BINS = _core.CHART_BINS
 
 
 #: What the overview can colour its cells by, from each step's statistics (or its percentiles).
-OVERVIEW_STATS = ("std", "absmax", "zeros", "nonfinite", "mean")
+OVERVIEW_STATS = ("std", "absmax", "zeros", "nonfinite", "mean", "distance")
 
 #: What the keys can be ordered by (ORDERS in order.js), each from the overview's statistics.
 RANKINGS = ("absmax_last", "absmax_peak", "std_last", "std_growth", "nonfinite", "zeros_last")
@@ -410,8 +410,9 @@ def overview(index: LogdirIndex, query: Query) -> dict[str, Any]:
     if stat not in OVERVIEW_STATS:
         raise RequestError(f"stat must be one of {', '.join(OVERVIEW_STATS)}, got {stat!r}")
     views = {tag: series.view for tag, series in sorted(run.series.items())}
-    every = np.unique(np.concatenate([v.steps for v in views.values()] or [np.zeros(0, np.int64)]))
-    columns = every[_core.thin_indices(len(every), OVERVIEW_STEPS)] if len(every) else every
+    if stat == "distance":
+        return _distance_overview(index, query, run, views)
+    columns = _columns([v.steps for v in views.values()])
     rows = {}
     for tag, view in views.items():
         values = overview_value(stat, view.stats, view.quantiles, view.zeros)
@@ -419,6 +420,40 @@ def overview(index: LogdirIndex, query: Query) -> dict[str, Any]:
         row = np.where(at >= 0, values[np.maximum(at, 0)], np.nan) if len(values) else at * np.nan
         rows[tag] = row
     return {"run": run.name, "stat": stat, "steps": columns, "rows": rows}
+
+
+def _columns(steps: list[np.ndarray]) -> np.ndarray:
+    """Up to OVERVIEW_STEPS of every step in ``steps``, thinned as the cards thin."""
+    every = np.unique(np.concatenate(steps or [np.zeros(0, np.int64)]))
+    return every[_core.thin_indices(len(every), OVERVIEW_STEPS)] if len(every) else every
+
+
+def _distance_overview(
+    index: LogdirIndex, query: Query, run: RunIndex, views: dict[str, SeriesView]
+) -> dict[str, Any]:
+    """Every key of ``run`` coloured by its scaled distance to the same key of run
+    ``against`` at each column step, exactly from the buckets (null where either run has
+    no step yet, or the key is only in ``run``)."""
+    name = query.get("against")
+    other = index.run(name) if name else None
+    if other is None or other is run:
+        raise RequestError("stat=distance needs against=RUN, another run of the directory")
+    columns = _columns(
+        [v.steps for v in views.values()] + [s.view.steps for s in other.series.values()]
+    )
+    try:
+        tracks = run.compare_tracks(other, [int(c) for c in columns])
+    except (OSError, ValueError) as error:
+        raise RequestError(str(error)) from error
+    rows = {tag: np.full(len(columns), np.nan) for tag in views}
+    rows |= {track.key: track.scaled for track in tracks}
+    return {
+        "run": run.name,
+        "stat": "distance",
+        "against": other.name,
+        "steps": columns,
+        "rows": rows,
+    }
 
 
 def ranking(index: LogdirIndex, query: Query) -> dict[str, Any]:

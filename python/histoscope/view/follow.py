@@ -170,6 +170,11 @@ class RunIndex:
         farthest first (see `histoscope.compare`)."""
         return _core.compare_runs(self._loader, other._loader, step, other_step)
 
+    def compare_tracks(self, other: RunIndex, columns: Sequence[int]) -> list[_core.DistanceTrack]:
+        """Every key both runs hold, with its scaled distance to ``other``'s at each of
+        ``columns`` (increasing steps; each run at its last step at or before)."""
+        return _core.compare_tracks(self._loader, other._loader, list(columns))
+
     def buckets(self, tag: str, steps: Sequence[int]) -> list[np.ndarray]:
         """The ``(k, 3)`` buckets of ``tag`` at each of ``steps``, read again from the files
         (empty for a step the run does not have).

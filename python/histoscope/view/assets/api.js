@@ -42,7 +42,7 @@ export function serverSource() {
       tag, run: runs, step: options.step, from: options.from, to: options.to, steps: options.steps,
     }),
     buckets: (tag, step, runs) => getJSON("api/buckets", { tag, step, run: runs }),
-    overview: (run, stat) => getJSON("api/overview", { run, stat }),
+    overview: (run, stat, against) => getJSON("api/overview", against ? { run, stat, against } : { run, stat }),
     ranking: (run, by) => getJSON("api/ranking", { run, by }),
     compare: (a, b, stepA, stepB) => getJSON("api/compare", { run: [a, b], step_a: stepA, step_b: stepB }),
     findings: () => getJSON("api/findings").catch(() => ({ findings: [] })),

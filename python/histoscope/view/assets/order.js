@@ -143,6 +143,7 @@ export function makeOrder(app) {
     } else {
       app.redrawMounted();
     }
+    app.loadOverview(true);
   });
 
   return { orderKeys, loadOrder, comparedPair };

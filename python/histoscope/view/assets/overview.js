@@ -12,7 +12,7 @@ import { ROW_PX, cellAt, drawBlock, levels, placeCursor, visibleRows } from "./g
 // What the overview can colour its cells by (answers.OVERVIEW_STATS in view/answers.py), as the page says them.
 export const OVERVIEW_STATS = {
   std: "standard deviation", absmax: "largest absolute value", zeros: "share of zeros",
-  nonfinite: "nonfinite count", mean: "mean",
+  nonfinite: "nonfinite count", mean: "mean", distance: "distance to the compared run",
 };
 
 // A section of more rows than this groups them (see names.js groupRows).
@@ -39,6 +39,12 @@ export function makeOverview(app) {
     return found.sort((a, b) => state.severities.indexOf(b.severity) - state.severities.indexOf(a.severity));
   }
 
+  // What the cells are coloured by, the compared run named.
+  function statName() {
+    const name = OVERVIEW_STATS[answer.stat];
+    return answer.against ? name.replace("the compared run", app.runLabel(answer.against)) : name;
+  }
+
   function say(grid, message) {
     grid.last = message;
     if (state.text) speak(message);
@@ -49,7 +55,7 @@ export function makeOverview(app) {
     const step = answer.steps[grid.col];
     const value = row.values[grid.col];
     const place = "; row " + (grid.row + 1) + " of " + grid.rows.length;
-    const stat = OVERVIEW_STATS[answer.stat];
+    const stat = statName();
     if (row.kind === "group") {
       const holder = row.worst[grid.col];
       return "Group " + row.label + ", " + row.keys.length + " keys, " + (row.open ? "open" : "closed") +
@@ -133,7 +139,7 @@ export function makeOverview(app) {
   function wire(grid) {
     const { node, canvas } = grid;
     node.setAttribute("aria-label", grid.section.name + " overview of run " + answer.run + ": " + grid.rows.length +
-      " rows by " + answer.steps.length + " steps, coloured by " + OVERVIEW_STATS[answer.stat] +
+      " rows by " + answer.steps.length + " steps, coloured by " + statName() +
       ". Arrows move, Enter opens a card or a group, S plays the row.");
     node.addEventListener("focus", () => { grid.focused = true; show(grid); say(grid, describe(grid)); });
     node.addEventListener("blur", () => { grid.focused = false; show(grid); });
@@ -212,11 +218,17 @@ export function makeOverview(app) {
   async function loadOverview(force) {
     pickRun();
     const run = $("overview-run").value || app.shownRuns()[0];
-    const stat = $("overview-stat").value;
-    const key = run + "|" + stat + "|" + JSON.stringify(state.versions[run]);
+    const pair = app.comparedPair ? app.comparedPair() : null;
+    const choice = $("overview-stat");
+    choice.querySelector('option[value="distance"]').disabled = !pair;
+    if (choice.value === "distance" && !pair) choice.value = "std";
+    const stat = choice.value;
+    const against = stat === "distance" ? pair[1] : "";
+    const key = run + "|" + stat + "|" + against + "|" + JSON.stringify(state.versions[run]) +
+      (against ? JSON.stringify(state.versions[against]) : "");
     if (!force && key === loadedKey) return;
     loadedKey = key;
-    answer = run ? await app.source.overview(run, stat) : null;
+    answer = run ? await app.source.overview(run, stat, against) : null;
     drawOverview();
     if (app.loadOrder) await app.loadOrder(false);
   }
