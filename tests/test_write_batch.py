@@ -137,3 +137,37 @@ def test_add_histogram_with_edges_a_range_and_half_floats(tmp_path):
         np.testing.assert_array_equal(series.buckets[0], _rows(expected))
         assert series.stats["below"][0] == expected.below
         assert series.stats["above"][0] == expected.above
+
+
+def test_tensors_on_several_devices_keep_their_order_in_the_batch(monkeypatch):
+    """The device kernel runs on CPU tensors too: the non-CPU group is binned by it."""
+    from histoscope.write import batched
+
+    tensors = [torch.arange(10.0), torch.linspace(-1, 1, 50), torch.ones(3)]
+    monkeypatch.setattr(batched, "_by_device", lambda _: {"cpu": [0, 2], "cuda:0": [1]})
+    calls = []
+    kernel = batched.bin_on_device
+    monkeypatch.setattr(batched, "bin_on_device", lambda *a: calls.append(a) or kernel(*a))
+    mixed = batched.bin_batch(tensors, 8)
+    for i, tensor in enumerate(tensors):
+        alone = hs.Histogram(tensor, bins=8)
+        np.testing.assert_array_equal(mixed.histogram(i).counts, alone.counts)
+        np.testing.assert_allclose(mixed.histogram(i).edges, alone.edges)
+    assert [len(group) for group, _ in calls] == [1]
+
+
+def test_a_snapshot_on_a_device_is_binned_there_and_written(monkeypatch, tmp_path):
+    from histoscope.write import writer
+
+    monkeypatch.setattr(writer, "device_type", lambda _: "cuda")
+    calls = []
+    kernel = writer.bin_on_device
+    monkeypatch.setattr(writer, "bin_on_device", lambda *a: calls.append(a) or kernel(*a))
+    values = torch.linspace(-3, 3, 301)
+    with hs.init("device", run_name="r", dir=tmp_path) as run:
+        run.add_histogram("h", values, step=0, bins=6, range=(-2.0, 2.0))
+    expected = hs.Histogram(values, bins=6, range=(-2.0, 2.0))
+    series = _read(run.path, "h")
+    np.testing.assert_array_equal(series.buckets[0][:, 2], expected.counts)
+    assert series.stats["below"][0] == expected.below == 50
+    assert len(calls) == 1  # binned by the device kernel, not the core
