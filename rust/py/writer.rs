@@ -14,7 +14,7 @@ use crate::histograms::float16::HalfFloat;
 use crate::histograms::stats::Stats;
 use crate::read::metric_layout::MetricLayout;
 use crate::read::optimizer_note::OptimizerNote;
-use crate::write::binned::{write_step, BinnedError};
+use crate::write::binned::{binned_event, write_step, BinnedError};
 use crate::write::event_writer::{
     histogram_event, layout_event, optimizer_event, scalar_event, EventWriter, HistogramRecord,
     WriteError,
@@ -150,14 +150,7 @@ impl EventFileWriter {
     ) -> PyResult<()> {
         let h = bin_values(py, values, bins, edges, range, weights, encoding)?;
         py.detach(|| {
-            let event = histogram_event(&HistogramRecord {
-                tag,
-                step,
-                wall_time,
-                edges: &h.edges,
-                counts: &h.counts,
-                stats: h.stats,
-            })?;
+            let event = binned_event(tag, step, wall_time, &h)?;
             self.with(|w| w.write(&event))
         })
     }

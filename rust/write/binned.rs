@@ -15,6 +15,23 @@ pub enum BinnedError {
     Write(#[from] WriteError),
 }
 
+/// The encoded `Event` for a histogram the core binned.
+pub fn binned_event(
+    tag: &str,
+    step: i64,
+    wall_time: f64,
+    h: &Histogram,
+) -> Result<Vec<u8>, WriteError> {
+    histogram_event(&HistogramRecord {
+        tag,
+        step,
+        wall_time,
+        edges: &h.edges,
+        counts: &h.counts,
+        stats: h.stats,
+    })
+}
+
 /// Writes `histograms[i]` under `tags[i]`, all at `step`, in order.
 ///
 /// Every event is encoded before the first is written, so a histogram that
@@ -35,16 +52,7 @@ pub fn write_step(
     let events = tags
         .iter()
         .zip(histograms)
-        .map(|(tag, h)| {
-            histogram_event(&HistogramRecord {
-                tag,
-                step,
-                wall_time,
-                edges: &h.edges,
-                counts: &h.counts,
-                stats: h.stats,
-            })
-        })
+        .map(|(tag, h)| binned_event(tag, step, wall_time, h))
         .collect::<Result<Vec<_>, _>>()?;
     events.iter().try_for_each(|event| writer.write(event))?;
     Ok(())
