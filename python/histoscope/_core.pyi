@@ -317,6 +317,7 @@ def read_card(
     max_steps: int | None = None,
     bins: int | None = None,
 ) -> Card: ...
+
 @final
 class SharedCharts:
     def __new__(cls, bins: int, max_steps: int | None) -> Self: ...

@@ -68,7 +68,9 @@ impl CardRequest {
 
     /// Which positions of a series' `steps` (increasing) the card draws.
     pub fn pick(&self, steps: &[i64]) -> CardPick {
-        let lo = self.from.map_or(0, |from| steps.partition_point(|&s| s < from));
+        let lo = self
+            .from
+            .map_or(0, |from| steps.partition_point(|&s| s < from));
         let hi = self
             .to
             .map_or(steps.len(), |to| steps.partition_point(|&s| s <= to));
@@ -154,6 +156,9 @@ mod tests {
         let pick = request(Some(2), Some(7), None, 40).pick(&steps);
         assert_eq!(pick.positions(), Vec::<usize>::new());
         let first = request(Some(5), None, Some(4), 40).pick(&steps);
-        assert_eq!((first.drawn.len(), first.current, first.previous), (0, Some(0), None));
+        assert_eq!(
+            (first.drawn.len(), first.current, first.previous),
+            (0, Some(0), None)
+        );
     }
 }

@@ -213,9 +213,8 @@ mod tests {
     }
 
     fn bucket() -> impl Strategy<Value = [f64; 3]> {
-        (-1e3..1e3f64, 0.0..50.0f64, 0.0..1e4f64).prop_map(|(left, width, count)| {
-            [left, left + width, count]
-        })
+        (-1e3..1e3f64, 0.0..50.0f64, 0.0..1e4f64)
+            .prop_map(|(left, width, count)| [left, left + width, count])
     }
 
     fn run() -> impl Strategy<Value = Vec<Vec<[f64; 3]>>> {

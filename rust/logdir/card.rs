@@ -214,7 +214,10 @@ mod tests {
         assert_eq!((ra.steps.clone(), ra.first, ra.last), (vec![0, 3], 0, 3));
         assert_eq!(ra.counts, want.counts[..14]);
         let current = ra.current.as_ref().unwrap();
-        assert_eq!((current.step, &current.counts[..]), (2, &want.counts[14..21]));
+        assert_eq!(
+            (current.step, &current.counts[..]),
+            (2, &want.counts[14..21])
+        );
         assert_eq!(ra.previous.as_ref().unwrap().step, 1);
         assert_eq!(rb.steps, vec![2, 5]);
         assert_eq!(rb.current.as_ref().unwrap().counts, want.counts[42..49]);
@@ -230,7 +233,10 @@ mod tests {
         let card = read_card(&[&a, &b], "h", &request);
         assert_eq!(card.runs.len(), 1);
         assert_eq!(card.errors[0].run, "gone-b");
-        assert!(matches!(card.errors[0].error, BucketsError::Vanished { .. }));
+        assert!(matches!(
+            card.errors[0].error,
+            BucketsError::Vanished { .. }
+        ));
         let before = CardRequest::new(Some(-1), Some(5), None, None, None).unwrap();
         let empty = read_card(&[&a], "h", &before);
         assert_eq!((empty.edges, empty.runs.len()), (None, 0));

@@ -103,7 +103,11 @@ impl CardRecord {
                 .into_iter()
                 .map(|r| CardRunRecord::new(py, r, bins))
                 .collect::<PyResult<_>>()?,
-            errors: card.errors.into_iter().map(failure).collect::<PyResult<_>>()?,
+            errors: card
+                .errors
+                .into_iter()
+                .map(failure)
+                .collect::<PyResult<_>>()?,
         })
     }
 }
@@ -203,7 +207,11 @@ impl SharedChartsHandle {
         let rows = read.rows()?;
         let tag: &str = &series.tag;
         let kept = py.detach(|| self.lock().keep(tag, &rows));
-        Ok(kept.into_iter().map(|i| i as i64).collect::<Vec<_>>().into_pyarray(py))
+        Ok(kept
+            .into_iter()
+            .map(|i| i as i64)
+            .collect::<Vec<_>>()
+            .into_pyarray(py))
     }
 
     /// The steps `steps` of `series` counted on its tag's bins, `(steps, bins)`; None
