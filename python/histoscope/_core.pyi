@@ -14,6 +14,9 @@ STAT_NAMES: list[str]
 DEFAULT_BINS: int
 CHART_BINS: int
 CHART_STEPS: int
+CARD_BINS: int
+CARD_STEPS: int
+CARD_MAX_STEPS: int
 KINDS: list[str]
 ROLES: list[str]
 SEVERITIES: list[str]
@@ -284,6 +287,51 @@ def histogram_distance(
     step_a: int = 0,
     step_b: int = 0,
 ) -> Distance | None: ...
+
+@final
+class CountedStep:
+    step: Final[int]
+    counts: Final[_F64]
+    stats: Final[_F64]
+
+@final
+class CardRun:
+    run: Final[str]
+    steps: Final[_I64]
+    counts: Final[_F64]
+    current: Final[CountedStep | None]
+    previous: Final[CountedStep | None]
+    first: Final[int]
+    last: Final[int]
+
+@final
+class CardFailure:
+    run: Final[str]
+    error: Final[str]
+
+@final
+class Card:
+    edges: Final[_F64 | None]
+    runs: Final[list[CardRun]]
+    errors: Final[list[CardFailure]]
+
+def read_card(
+    runs: list[RunLoader],
+    tag: str,
+    *,
+    step: int | None = None,
+    from_step: int | None = None,
+    to_step: int | None = None,
+    max_steps: int | None = None,
+    bins: int | None = None,
+) -> Card: ...
+
+@final
+class SharedCharts:
+    def __new__(cls, bins: int, max_steps: int | None) -> Self: ...
+    def keep(self, series: SeriesRecord) -> _I64: ...
+    def counts(self, series: SeriesRecord, steps: _I64) -> _F64 | None: ...
+    def edges(self, tag: str) -> _F64: ...
 
 @final
 class EventFileWriter:

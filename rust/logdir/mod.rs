@@ -2,6 +2,7 @@
 //! optimizer diagnosis weighs), restarts planned, growing files followed.
 
 pub mod bucket_cache;
+pub mod card;
 pub mod compare;
 pub mod discover;
 pub mod evidence;

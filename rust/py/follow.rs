@@ -102,6 +102,11 @@ impl RunLoaderHandle {
     pub(super) fn lock(&self) -> MutexGuard<'_, CoreLoader> {
         self.loader.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// The loader itself, for core work that locks several runs one at a time.
+    pub(super) fn loader(&self) -> &Mutex<CoreLoader> {
+        &self.loader
+    }
 }
 
 #[pymethods]

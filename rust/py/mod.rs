@@ -22,6 +22,7 @@ mod arrays;
 mod batch;
 mod binning;
 mod binning_batch;
+mod card;
 mod compare;
 mod diagnose;
 mod fed;
@@ -170,6 +171,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binning::register(m)?;
     binning_batch::register(m)?;
     follow::register(m)?;
+    card::register(m)?;
     compare::register(m)?;
     layout::register(m)?;
     diagnose::register(m)?;

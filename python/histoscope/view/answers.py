@@ -11,7 +11,6 @@ do (see `site.Site`).
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import json
 import math
 import os
@@ -52,8 +51,8 @@ __all__ = [
 SERIES_STEPS = 2000
 
 
-#: The most steps a card's heatmap draws; the rest are thinned as maidr thins.
-CARD_STEPS = 40
+#: The most steps a card's heatmap draws unless asked; the rest are thinned as maidr thins.
+CARD_STEPS = _core.CARD_STEPS
 
 
 #: The most steps a card's ridgeline draws (RIDGES in ridgeline.js), so each reads as a ridge.
@@ -64,8 +63,8 @@ RIDGE_STEPS = 24
 OVERVIEW_STEPS = _core.CHART_STEPS
 
 
-#: The shared equal bins a card's series are rebinned onto.
-CARD_BINS = _core.CHART_BINS
+#: The shared equal bins a card's series are rebinned onto unless asked.
+CARD_BINS = _core.CARD_BINS
 
 
 #: What the overview can colour its cells by, from each step's statistics (or its percentiles).
@@ -281,86 +280,50 @@ def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
     thins), and the step at or before ``step`` with the one before it, all
     rebinned together by the core's overlap-proportional rebinning, so runs and
     steps compare bin for bin and PyTorch's narrow exponential buckets draw as
-    densities instead of spikes.
+    densities instead of spikes. The core picks the steps, reads their buckets
+    through the runs' loaders and counts them (`_core.read_card`): no bucket
+    comes out to Python.
 
-    The buckets are read for every run side by side. A run whose file is gone, cut
-    or rewritten since it was indexed is listed in ``errors`` with what happened,
-    and the card is drawn from the other runs.
+    A run whose file is gone, cut or rewritten since it was indexed is listed in
+    ``errors`` with what happened, and the card is drawn from the other runs.
     """
     tag = _tag(query)
     runs = _chosen_runs(index, query)
-    chosen = _integer(query, "step")
-    low, high = _integer(query, "from"), _integer(query, "to")
-    if low is not None and high is not None and low > high:
-        raise RequestError(f"from must not be after to, got from={low} to={high}")
-    max_steps = min(_integer(query, "steps", 1) or CARD_STEPS, 1000)
-    bins = _integer(query, "bins", 1) or CARD_BINS
-    if bins > _core.MAX_BINS:
-        raise RequestError(f"bins must be from 1 to {_core.MAX_BINS}, got {bins}")
-    picks = []
-    for run in runs:
-        index_of_tag = run.series.get(tag)
-        if index_of_tag is None:
-            continue
-        view = index_of_tag.view
-        lo = 0 if low is None else int(np.searchsorted(view.steps, low, side="left"))
-        hi = len(view.steps) if high is None else int(np.searchsorted(view.steps, high, "right"))
-        positions = [lo + int(i) for i in _core.thin_indices(hi - lo, max_steps)] if hi > lo else []
-        end = len(view.steps) if chosen is None else np.searchsorted(view.steps, chosen, "right")
-        current = int(end) - 1
-        picked = positions + [p for p in (current, current - 1) if p >= 0]
-        picks.append((run, view, positions, current, picked))
-    read = functools.partial(_read_buckets, index, tag)
-    plans: list[tuple[RunIndex, SeriesView, list[int], int, int]] = []
-    buckets: list[np.ndarray] = []
-    errors = []
-    for (run, view, positions, current, _), found in zip(picks, READERS.map(read, picks)):
-        if isinstance(found, str):
-            errors.append({"run": run.name, "error": found})
-            continue
-        plans.append((run, view, positions, current, len(buckets)))
-        buckets += found
-    if not buckets:
-        return {"tag": tag, "edges": [], "runs": [], "errors": errors}
-    rebinned = _core.rebin(buckets, bins)
-    edges, counts = rebinned.edges, rebinned.counts
-    out = []
-    for run, view, positions, current, first in plans:
-        rows = counts[first : first + len(positions) + min(current + 1, 2)]
-        at = functools.partial(_counted_step, view, rows)
-        out.append(
-            {
-                "run": run.name,
-                "steps": view.steps[positions],
-                "counts": rows[: len(positions)],
-                "current": at(current, len(positions)),
-                "previous": at(current - 1, len(positions) + 1),
-                "first": int(view.steps[0]),
-                "last": int(view.steps[-1]),
-            }
-        )
-    return {"tag": tag, "edges": edges, "runs": out, "errors": errors}
-
-
-def _read_buckets(
-    index: LogdirIndex, tag: str, pick: tuple[RunIndex, SeriesView, list[int], int, list[int]]
-) -> list[np.ndarray] | str:
-    """The buckets a card picked of one run, or what keeps them from being read."""
-    run, view, _, _, picked = pick
+    request = {
+        "step": _integer(query, "step"),
+        "from_step": _integer(query, "from"),
+        "to_step": _integer(query, "to"),
+        "max_steps": _integer(query, "steps", 1),
+        "bins": _integer(query, "bins", 1),
+    }
     try:
-        return index.buckets(run, tag, view, picked)
-    except (OSError, ValueError) as error:
-        return str(error)
+        found = index.card(runs, tag, **request)
+    except ValueError as error:
+        raise RequestError(str(error)) from None
+    errors = [{"run": failure.run, "error": failure.error} for failure in found.errors]
+    if found.edges is None:
+        return {"tag": tag, "edges": [], "runs": [], "errors": errors}
+    out = [
+        {
+            "run": run.run,
+            "steps": run.steps,
+            "counts": run.counts,
+            "current": _counted_step(run.current),
+            "previous": _counted_step(run.previous),
+            "first": run.first,
+            "last": run.last,
+        }
+        for run in found.runs
+    ]
+    return {"tag": tag, "edges": found.edges, "runs": out, "errors": errors}
 
 
-def _counted_step(
-    view: SeriesView, rows: np.ndarray, position: int, row: int
-) -> dict[str, Any] | None:
-    """Step ``position`` of ``view`` with its rebinned counts ``rows[row]`` and its statistics."""
-    if position < 0:
+def _counted_step(step: _core.CountedStep | None) -> dict[str, Any] | None:
+    """A step marked on a card with its rebinned counts and its statistics."""
+    if step is None:
         return None
-    stats = dict(zip(_core.STAT_NAMES, _numbers(view.stats[position])))
-    return {"step": int(view.steps[position]), "counts": rows[row], "stats": stats}
+    stats = dict(zip(_core.STAT_NAMES, _numbers(step.stats)))
+    return {"step": step.step, "counts": step.counts, "stats": stats}
 
 
 def overview_value(

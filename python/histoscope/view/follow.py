@@ -315,6 +315,24 @@ class LogdirIndex:
         in ``run`` (see `RunIndex.buckets` for the errors)."""
         return run.buckets(tag, [int(view.steps[p]) for p in positions])
 
+    def card(
+        self,
+        runs: Sequence[RunIndex],
+        tag: str,
+        *,
+        step: int | None = None,
+        from_step: int | None = None,
+        to_step: int | None = None,
+        max_steps: int | None = None,
+        bins: int | None = None,
+    ) -> _core.Card:
+        """The card of ``tag`` across ``runs``, read and counted by the core through their
+        loaders (see `_core.read_card`; ValueError for a malformed request)."""
+        return _core.read_card(
+            [run._loader for run in runs], tag, step=step, from_step=from_step,
+            to_step=to_step, max_steps=max_steps, bins=bins,
+        )  # fmt: skip
+
 
 def _yield_to_requests() -> None:
     """Lowers the calling thread's CPU priority, where threads have their own (Linux).

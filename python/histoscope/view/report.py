@@ -4,8 +4,9 @@ The report is the viewer's page with its data embedded: the overview, the
 sections and every card, with the same keys, speech, sound, braille and data
 tables. Each series is thinned to at most ``max_steps`` steps (as maidr thins)
 and rebinned, per key, onto shared equal bins by the core's overlap-proportional
-rebinning; the data is gzip-compressed JSON in base64, unpacked by the browser's
-own ``DecompressionStream``. The file makes no network request, so it opens
+rebinning (`_core.SharedCharts`, which reads the series' buckets in place); the
+data is gzip-compressed JSON in base64, unpacked by the browser's own
+``DecompressionStream``. The file makes no network request, so it opens
 from ``file://`` and can be mailed or archived: a replacement for tensorboard.dev.
 
 The log directory is read twice, a few runs at a time, so that memory follows
@@ -191,25 +192,29 @@ def _data(
 
 @dataclass
 class _Gathered:
-    """The report's data as runs are read: each series' kept steps, their statistics and,
-    per key, the span of their buckets; then their counts on the key's shared bins."""
+    """The report's data as runs are read: each series' kept steps and their statistics,
+    the core widening each key's shared bins by them (`_core.SharedCharts`); then their
+    counts on the key's shared bins."""
 
     max_steps: int
     bins: int
-    #: Whether to keep the kept steps' buckets, to rebin them without reading them again.
+    #: Whether to keep the series read, to rebin them without reading them again.
     keep_rows: bool
     cards: dict[str, dict[str, Any]] = field(default_factory=dict)
-    extents: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     steps: dict[str, set[int]] = field(default_factory=dict)
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
-    rows: dict[tuple[str, str], list[np.ndarray]] = field(default_factory=dict)
+    kept: list[tuple[str, _core.SeriesRecord]] = field(default_factory=list)
+    charts: _core.SharedCharts = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.charts = _core.SharedCharts(self.bins, self.max_steps)
 
     def add(self, run: _core.RunRecord) -> None:
         """Keeps a run's findings and, of each series, its kept steps and statistics."""
         self.diagnosis.add(run)
         for record in run.series:
             series = HistogramSeries.from_record(record)
-            kept = _core.thin_indices(len(series.steps), self.max_steps)
+            kept = self.charts.keep(record)
             card = self.cards.setdefault(series.tag, {"edges": np.empty(0), "runs": {}})
             card["runs"][run.run] = {
                 "steps": series.steps[kept],
@@ -219,41 +224,35 @@ class _Gathered:
                     "zeros": _compact(_core.zero_shares(record)[kept]),
                 },
             }
-            rows = [series.buckets[i] for i in kept]
-            extent = _core.bucket_extent(rows)
-            self.extents[series.tag] = _joined(self.extents.get(series.tag), extent)
             if self.keep_rows:
-                # Views into the series' buckets: the whole log directory fits the budget.
-                self.rows[series.tag, run.run] = rows
+                # The whole log directory fits the budget: its series are kept as read.
+                self.kept.append((run.run, record))
             self.steps.setdefault(run.run, set()).update(int(s) for s in series.steps[kept])
 
     def rebin(self, run: _core.RunRecord) -> None:
         """Counts the kept steps of a run's series, read again, on their key's shared bins."""
         for record in run.series:
-            entry = self.cards.get(record.tag, {"runs": {}})["runs"].get(run.run)
-            if entry is None:
-                continue
-            series = HistogramSeries.from_record(record)
-            at = {int(step): i for i, step in enumerate(series.steps)}
-            rows = [series.buckets[at[int(s)]] for s in entry["steps"] if int(s) in at]
-            if len(rows) < len(entry["steps"]):
-                continue
-            entry["counts"] = _compact(self._rebinned(record.tag, rows).counts)
+            self._count(run.run, record)
 
     def rebin_kept(self) -> None:
         """Counts the kept steps, kept as they were read, on their key's shared bins."""
-        for (tag, run), rows in self.rows.items():
-            self.cards[tag]["runs"][run]["counts"] = _compact(self._rebinned(tag, rows).counts)
-        self.rows.clear()
+        for run, record in self.kept:
+            self._count(run, record)
+        self.kept.clear()
 
-    def _rebinned(self, tag: str, rows: list[np.ndarray]) -> _core.RebinRecord:
-        return _core.rebin(rows, self.bins, self.extents[tag])
+    def _count(self, run: str, record: _core.SeriesRecord) -> None:
+        entry = self.cards.get(record.tag, {"runs": {}})["runs"].get(run)
+        if entry is None:
+            return
+        counts = self.charts.counts(record, entry["steps"])
+        if counts is not None:
+            entry["counts"] = _compact(counts)
 
     def cards_by_key(self) -> dict[str, dict[str, Any]]:
         """The cards by key with their shared bins' edges, counts gone from the files
         between the two reads left empty."""
         for tag, card in self.cards.items():
-            card["edges"] = self._rebinned(tag, []).edges
+            card["edges"] = self.charts.edges(tag)
             for run, entry in card["runs"].items():
                 if entry["counts"] is None:
                     warnings.warn(
@@ -264,15 +263,6 @@ class _Gathered:
                     )
                     entry["counts"] = np.zeros((len(entry["steps"]), self.bins))
         return {tag: self.cards[tag] for tag in sorted(self.cards)}
-
-
-def _joined(
-    a: tuple[float, float] | None, b: tuple[float, float] | None
-) -> tuple[float, float] | None:
-    """The extent of the buckets of two sets of steps (`_core.bucket_extent`)."""
-    if a is None or b is None:
-        return a or b
-    return min(a[0], b[0]), max(a[1], b[1])
 
 
 def _compact(values: np.ndarray) -> np.ndarray:
