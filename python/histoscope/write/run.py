@@ -14,10 +14,7 @@ it. `Run.finish` waits a bounded time and says what was not written.
 from __future__ import annotations
 
 import atexit
-import itertools
-import numbers
 import os
-import random
 import threading
 import time
 import weakref
@@ -27,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _args, _core
 from .histogram import Histogram, prepare_weights
+from .loggable import loggable, snapshot_nbytes
 from .optimizer import optimizer_classes
 from .options import DEFAULT_BINS, WatchOptions
+from .run_names import new_run_name
 from .tree import log_tree as _log_tree
 from .watch import NO_SINK, Watch, unwrap, writes_here
 from .writer import Backlog, Flush, ReadyBatch, ReadyHistogram, Scalar, Snapshot, Writer
@@ -57,16 +56,6 @@ DEFAULT_MAX_PENDING_BYTES = 256 << 20
 FINISH_TIMEOUT_SECONDS = 120.0
 ON_FULL_CHOICES = ("wait", "drop")
 _POLL_SECONDS = 0.5
-
-_ADJECTIVES = (
-    "amber", "brisk", "calm", "bold", "crisp", "deft", "eager", "fair", "gentle", "hardy",
-    "keen", "lively", "mellow", "nimble", "quiet", "rapid", "steady", "sunny", "swift", "vivid",
-)  # fmt: skip
-_NOUNS = (
-    "brook", "cedar", "comet", "delta", "ember", "fjord", "grove", "harbor", "island", "lagoon",
-    "meadow", "nebula", "orchid", "prairie", "quartz", "river", "summit", "tundra", "valley",
-    "willow",
-)  # fmt: skip
 
 _open_runs: weakref.WeakSet[Run] = weakref.WeakSet()
 _current: Run | None = None
@@ -217,7 +206,7 @@ class Run:
         wall_time = _args.wall_time(time)
         if step is not None:
             step = _args.whole_number(step, "step", minimum=0)
-        size = _nbytes(values) + (0 if weights is None else _nbytes(weights))
+        size = snapshot_nbytes(values) + (0 if weights is None else snapshot_nbytes(weights))
         if not self._writer.reserve(key, size):
             return
         try:
@@ -257,7 +246,7 @@ class Run:
                 f"data must be a dict of key -> Histogram or number, got {type(data).__name__}"
             )
         wall_time = time.time()
-        items = [(_args.key(key), _loggable(key, value)) for key, value in data.items()]
+        items = [(_args.key(key), loggable(key, value)) for key, value in data.items()]
         if step is not None:
             step = _args.whole_number(step, "step", minimum=0)
         for key, value in items:
@@ -416,7 +405,7 @@ def init(
     if on_full not in ON_FULL_CHOICES:
         raise ValueError(f"on_full must be 'wait' or 'drop', got {on_full!r}")
     root = Path(DEFAULT_DIR if dir is None else os.fspath(dir)) / project
-    name = _new_run_name(root) if run_name is None else _args.folder_name(run_name, "run_name")
+    name = new_run_name(root) if run_name is None else _args.folder_name(run_name, "run_name")
     run = Run(project, name, root / name, max_pending_bytes=max_pending_bytes, on_full=on_full)
     _current = run
     return run
@@ -478,42 +467,3 @@ def _open_run(doing: str) -> Run:
     if _current is None:
         raise RuntimeError(f"no run to {doing}: call histoscope.init(project) first")
     return _current
-
-
-def _new_run_name(root: Path) -> str:
-    taken = {p.name for p in root.iterdir()} if root.is_dir() else set()
-    rng = random.Random()
-    for n in itertools.count(len(taken) + 1):
-        name = f"{rng.choice(_ADJECTIVES)}-{rng.choice(_NOUNS)}-{n}"
-        if name not in taken:
-            return name
-    raise AssertionError("unreachable")
-
-
-def _nbytes(values: Any) -> int:
-    """The bytes a snapshot of ``values`` takes, known before copying them (0 if not known)."""
-    if _args.is_tensor(values):
-        return int(values.numel()) * int(values.element_size())
-    nbytes = getattr(values, "nbytes", None)
-    return int(nbytes) if isinstance(nbytes, numbers.Integral) else 0
-
-
-def _loggable(key: str, value: Any) -> Any:
-    if isinstance(value, Histogram):
-        return value
-    if isinstance(value, (list, tuple)) and any(isinstance(v, Histogram) for v in value):
-        raise TypeError(
-            f"{key!r}: log one Histogram per key; use separate keys for several histograms"
-        )
-    if isinstance(value, bool) or not _is_number(value):
-        raise TypeError(
-            f"{key!r}: run.log takes a histoscope.Histogram or a number, got {type(value).__name__}"
-        )
-    return float(value)
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, numbers.Real):
-        return True
-    shape = getattr(value, "shape", None)
-    return shape is not None and len(tuple(shape)) == 0 and hasattr(value, "__float__")
