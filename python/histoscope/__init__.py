@@ -39,7 +39,7 @@ from .read import (
     to_pandas,
 )
 from .view import render, save_html, show
-from .write import Histogram, Run, finish, init, log, log_tree, watch
+from .write import Histogram, Run, Spectrum, finish, init, log, log_tree, spectrum, watch
 
 __all__ = [
     "Comparison",
@@ -50,6 +50,7 @@ __all__ = [
     "HistoscopeWarning",
     "KeyDistance",
     "Run",
+    "Spectrum",
     "TensorBoardChart",
     "compare",
     "diagnose",
@@ -62,6 +63,7 @@ __all__ = [
     "render",
     "save_html",
     "show",
+    "spectrum",
     "to_arrow",
     "to_pandas",
     "watch",

@@ -512,3 +512,28 @@ def bin_batch(
     bins: int,
     encodings: list[_Encoding | None] | None = None,
 ) -> BinnedBatch: ...
+
+SPECTRUM_MIN_EIGENVALUES: Final[int]
+SPECTRUM_ZERO_SHARE: Final[float]
+
+@final
+class PowerLaw:
+    alpha: Final[float]
+    xmin: Final[float]
+    ks: Final[float]
+    tail: Final[int]
+    sigma: Final[float]
+
+@final
+class Spectrum:
+    @property
+    def eigenvalues(self) -> npt.NDArray[np.float64]: ...
+    lambda_max: Final[float]
+    stable_rank: Final[float]
+    power_law: Final[PowerLaw | None]
+    histogram: Final[BinnedHistogram]
+
+def spectrum(singular_values: npt.NDArray[np.float64], n: int, bins: int) -> Spectrum: ...
+def spectra(
+    singular_values: list[npt.NDArray[np.float64]], dims: list[int], bins: int
+) -> list[Spectrum | str]: ...

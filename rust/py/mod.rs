@@ -29,6 +29,7 @@ mod fed;
 mod follow;
 mod layout;
 mod records;
+mod spectral;
 mod stream;
 mod writer;
 
@@ -177,5 +178,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     diagnose::register(m)?;
     stream::register(m)?;
     fed::register(m)?;
+    spectral::register(m)?;
     Ok(())
 }

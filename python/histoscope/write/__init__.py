@@ -3,7 +3,8 @@
 `Run` (from `init`) checks arguments and snapshots values on the caller's
 thread; a writer thread bins and writes them through the core. `watch`
 captures a PyTorch model's parameters, gradients and activations in one
-batched binning per step; `log_tree` does the same for a JAX pytree.
+batched binning per step; `log_tree` does the same for a JAX pytree; `spectrum`
+and `Run.log_spectrum` judge a weight matrix by its eigenvalues.
 
 Example:
     >>> from histoscope.write import Histogram
@@ -15,5 +16,16 @@ from __future__ import annotations
 
 from .histogram import Histogram
 from .run import Run, finish, init, log, log_tree, watch
+from .spectrum import Spectrum, spectrum
 
-__all__ = ["Histogram", "Run", "finish", "init", "log", "log_tree", "watch"]
+__all__ = [
+    "Histogram",
+    "Run",
+    "Spectrum",
+    "finish",
+    "init",
+    "log",
+    "log_tree",
+    "spectrum",
+    "watch",
+]

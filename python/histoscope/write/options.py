@@ -52,7 +52,9 @@ class WatchOptions:
     whose name a regular expression matches (``re.search``) or for which
     ``filter(name, tensor)`` is true; ``activations`` adds each leaf
     module's output; ``step`` returns your own step; ``all_ranks`` logs on
-    every rank of ``torch.distributed``, not rank 0 alone.
+    every rank of ``torch.distributed``, not rank 0 alone. ``spectral`` adds,
+    every ``spectral_every`` steps (default: ``every``), the spectrum of each
+    kept parameter of two dimensions or more (`histoscope.write.spectrum`).
 
     Sharded parameters (DTensors, FSDP1) are logged whole by rank ``rank`` of
     ``torch.distributed``; every rank takes part, and waits at most
@@ -73,6 +75,8 @@ class WatchOptions:
     all_ranks: bool = False
     rank: int = 0
     timeout: float = DEFAULT_TIMEOUT_SECONDS
+    spectral: bool = False
+    spectral_every: int | None = None
     _keep: Callable[[str, Any], bool] | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False
     )
@@ -86,6 +90,9 @@ class WatchOptions:
         _args.flag(self.all_ranks, "all_ranks")
         _args.whole_number(self.rank, "rank", minimum=0)
         object.__setattr__(self, "timeout", _args.seconds(self.timeout, "timeout"))
+        _args.flag(self.spectral, "spectral")
+        if self.spectral_every is not None:
+            _args.whole_number(self.spectral_every, "spectral_every", minimum=1)
         if self.step is not None and not callable(self.step):
             raise TypeError(f"step must be None or a function returning an int, got {self.step!r}")
         object.__setattr__(self, "_keep", _compile(self.filter))
@@ -93,6 +100,11 @@ class WatchOptions:
     def keeps(self, name: str, tensor: Any) -> bool:
         """Whether the filter keeps the tensor ``name``."""
         return self._keep is None or bool(self._keep(name, tensor))
+
+    @property
+    def spectral_interval(self) -> int:
+        """Steps between two spectra: ``spectral_every``, else ``every``."""
+        return self.every if self.spectral_every is None else self.spectral_every
 
     @property
     def parameters(self) -> bool:
@@ -117,6 +129,8 @@ class WatchArguments(TypedDict, total=False):
     all_ranks: bool
     rank: int
     timeout: float
+    spectral: bool
+    spectral_every: int | None
 
 
 def _compile(filter: Filter) -> Callable[[str, Any], bool] | None:

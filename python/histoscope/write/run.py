@@ -28,6 +28,7 @@ from .loggable import loggable, snapshot_nbytes
 from .optimizer import optimizer_classes
 from .options import DEFAULT_BINS, WatchOptions
 from .run_names import new_run_name
+from .spectrum import log_spectrum as _log_spectrum
 from .tree import log_tree as _log_tree
 from .watch import NO_SINK, Watch, unwrap, writes_here
 from .writer import Backlog, Flush, ReadyBatch, ReadyHistogram, Scalar, Snapshot, Writer
@@ -280,6 +281,9 @@ class Run:
 
     # A JAX pytree's array leaves, binned at once: see histoscope.write.tree.
     log_tree = _log_tree
+
+    # A weight matrix's spectrum, α, stable rank and λ_max: see histoscope.write.spectrum.
+    log_spectrum = _log_spectrum
 
     def define_metric(
         self, pattern: str, *, section: str | None = None, hidden: bool = False

@@ -49,6 +49,7 @@ from .optimizer import OptimizerWatch
 from .options import WatchOptions
 from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
+from .spectrum import SpectralCapture
 
 if TYPE_CHECKING:
     import torch
@@ -152,6 +153,15 @@ class Watch:
             _check_writer(options)
         self._writes = writes_here(options)
         self.active = self._writes or self._merge is not None
+        self._spectra: SpectralCapture | None = None
+        if options.spectral and self._writes:
+            self._spectra = SpectralCapture(
+                type(module).__name__,
+                named,
+                [(piece.name, piece.tensor) for piece in pieces],
+                every=options.spectral_interval,
+                bins=options.bins,
+            )
         grad_params = [p for p in module.parameters() if p.requires_grad] + found.triggers
         self._grad_params = list({id(p): p for p in grad_params}.values())
         self._backward_hooks = backward_hooks
@@ -198,9 +208,20 @@ class Watch:
         keys += [f"gradients/{n}" for n, _ in self._gradients]
         return keys + [key for key, _, gradient in self._sharded if gradient]
 
+    @property
+    def spectrum_keys(self) -> list[str]:
+        """The keys of the spectra this watch logs (``spectral=True``), each with its
+        figures under ``<key>/alpha``, ``<key>/stable_rank`` and ``<key>/lambda_max``."""
+        return [] if self._spectra is None else self._spectra.keys
+
     def due(self, step: int | None = None) -> bool:
-        """Whether ``step`` (default: `step`) is a logging step not yet logged."""
+        """Whether ``step`` (default: `step`) is a logging step not yet logged: of
+        histograms, or of spectra alone (``spectral_every``)."""
         step = self.step if step is None else step
+        spectra = self._spectra is not None and self._spectra.due(step)
+        return self._histograms_due(step) or (spectra and step != self._last_logged)
+
+    def _histograms_due(self, step: int) -> bool:
         return self.active and step % self.every == 0 and step != self._last_logged
 
     def capture(self, step: int | None = None) -> None:
@@ -213,6 +234,11 @@ class Watch:
             return
         step = self.step if step is None else step
         self._last_logged = step
+        spectra = self._spectra is not None and self._spectra.due(step)
+        if spectra and step % self.every != 0:  # a step of spectra alone
+            self._activations = {}
+            self._log_spectra(step)
+            return
         keyed: list[tuple[str, torch.Tensor]] = []
         if self._writes:
             keyed += [(f"parameters/{n}", p) for n, p in self._parameters]
@@ -222,6 +248,8 @@ class Watch:
         self._activations = {}
         merged = {} if self._merge is None else self._merge.capture(step, self._sharded)
         self._log(step, keyed, merged)
+        if spectra:
+            self._log_spectra(step)
 
     def remove(self) -> None:
         """Takes the hooks off the model; nothing more is logged. Safe to call twice."""
@@ -275,7 +303,7 @@ class Watch:
             if not (module.training and torch.is_grad_enabled()):
                 return  # evaluation passes are not captured
             step = self.step
-            if not self.due(step):
+            if not self._histograms_due(step):
                 return
             if self._activations_step != step:
                 self._activations, self._activations_step = {}, step
@@ -305,6 +333,16 @@ class Watch:
         if merged:
             keys, batch = keys + list(merged), batch.joined(batch_of(list(merged.values())))
         self.sink.log_batch(keys, batch, step=step)
+
+    def _log_spectra(self, step: int) -> None:
+        """Every watched matrix's spectrum and figures, computed now, before the optimizer steps."""
+        if self._spectra is None or not self.active:
+            return
+        logged = self._spectra.logged(step)
+        if self.sink.closed:
+            self.remove()
+        elif logged:
+            self.sink.log(logged, step=step)
 
     def _bin_alone(self, step: int, key: str, tensor: Any) -> Histogram | None:
         """One tensor that cannot be binned costs only its own histogram, and is named."""
