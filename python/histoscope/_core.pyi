@@ -515,6 +515,7 @@ def bin_batch(
 
 SPECTRUM_MIN_EIGENVALUES: Final[int]
 SPECTRUM_ZERO_SHARE: Final[float]
+SPECTRUM_SMALL: Final[int]
 
 @final
 class PowerLaw:

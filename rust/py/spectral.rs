@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use super::arrays::c_order;
 use super::records::BinnedHistogram;
 use crate::spectral::{spectra as spectra_of, spectrum as spectrum_of, PowerLaw};
-use crate::spectral::{Spectrum, SpectrumError, MIN_EIGENVALUES, ZERO_SHARE};
+use crate::spectral::{Spectrum, SpectrumError, MIN_EIGENVALUES, SMALL_SPECTRUM, ZERO_SHARE};
 
 impl From<SpectrumError> for PyErr {
     fn from(e: SpectrumError) -> PyErr {
@@ -123,5 +123,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spectra, m)?)?;
     m.add("SPECTRUM_MIN_EIGENVALUES", MIN_EIGENVALUES)?;
     m.add("SPECTRUM_ZERO_SHARE", ZERO_SHARE)?;
+    m.add("SPECTRUM_SMALL", SMALL_SPECTRUM)?;
     Ok(())
 }

@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use crate::bins::binning::{histogram, BinningError, Bins, Histogram, Values};
 use crate::bins::edges::{check_bin_count, EdgesError};
-pub use power_law::{PowerLaw, MIN_EIGENVALUES};
+pub use power_law::{PowerLaw, MIN_EIGENVALUES, SMALL_SPECTRUM};
 
 /// Eigenvalues at or below this share of the largest are zeros of the arithmetic (a
 /// float32 SVD leaves rank-deficient directions near 1e-14 of it), not of the spectrum:

@@ -2,19 +2,30 @@
 //! above each candidate `xmin`, the `xmin` whose fit lies closest to the data (in
 //! Kolmogorov–Smirnov distance) kept.
 //!
-//! This is WeightWatcher's own fit (`WW_powerlaw.py` `WWFit.fit_power_law`, the default
-//! since it replaced the `powerlaw` package): every eigenvalue but the largest is a
-//! candidate `xmin`; above it, with `n` eigenvalues, `α = 1 + n / Σ ln(λ / xmin)`, and
-//! the distance is `max_k |1 - (λ_k / xmin)^(1 - α) - k / n|` over the tail's sorted
-//! eigenvalues `λ_0 ≤ … ≤ λ_{n-1}` (the fitted distribution function against the
-//! empirical one just below each point). The smallest distance wins, the smallest
-//! `xmin` among equals, as `numpy.argmin` picks.
+//! This is WeightWatcher's own fit (`WW_powerlaw.py` `WWFit`, its default since it
+//! replaced the `powerlaw` package; as released in weightwatcher 0.7.7): every eigenvalue
+//! but the largest is a candidate `xmin`; above it, with `n` eigenvalues,
+//! `α = 1 + n / Σ ln(λ / xmin)`, and the distance is
+//! `max_k |1 - (λ_k / xmin)^(1 - α) - k / n|` over the tail's sorted eigenvalues
+//! `λ_0 ≤ … ≤ λ_{n-1}` (the fitted distribution function against the empirical one just
+//! below each point). The smallest distance wins, the smallest `xmin` among equals, as
+//! `numpy.argmin` picks. A spectrum of fewer than [`SMALL_SPECTRUM`] eigenvalues is
+//! fitted as 0.7.7's `fit_powerlaw_smallN` does: the bias-corrected
+//! `α = 1 + (n - 1) / Σ ln(λ / xmin)`, over tails of at least [`SMALL_TAIL`] eigenvalues.
 
 use rayon::prelude::*;
 
 /// Fewer eigenvalues than this are not fitted: WeightWatcher skips such layers
 /// (`DEFAULT_MIN_EVALS`), since a tail of a handful of points says nothing.
-pub const MIN_EIGENVALUES: usize = 10;
+pub const MIN_EIGENVALUES: usize = 8;
+
+/// Spectra of fewer eigenvalues than this get the small-sample fit (WeightWatcher's
+/// `SMALL_N_CUTOFF`): the plain MLE overestimates α by a factor of about `n / (n - 1)`.
+pub const SMALL_SPECTRUM: usize = 20;
+
+/// In a small spectrum, a candidate tail holds at least this many eigenvalues
+/// (WeightWatcher's `k_min`).
+pub const SMALL_TAIL: usize = 8;
 
 /// Candidates are scored on rayon's threads past this many eigenvalues: scoring all of
 /// them costs about `n² / 2` powers.
@@ -53,7 +64,8 @@ fn fit_scored(sorted: &[f64], parallel: bool) -> Option<PowerLaw> {
     for i in (0..n).rev() {
         tail_sums[i] = tail_sums[i + 1] + logs[i];
     }
-    let score = |i: usize| candidate(&logs, tail_sums[i], i);
+    let small = n < SMALL_SPECTRUM;
+    let score = |i: usize| candidate(&logs, tail_sums[i], i, small);
     let best = if parallel {
         (0..n - 1)
             .into_par_iter()
@@ -90,12 +102,21 @@ fn closer(a: Candidate, b: Candidate) -> Candidate {
     }
 }
 
-/// The fit above `logs[i]`: `None` where its α is not finite (a tail of equal values).
-fn candidate(logs: &[f64], tail_sum: f64, i: usize) -> Option<Candidate> {
+/// The fit above `logs[i]` (with the small-sample rules where `small`): `None` where
+/// its α is not finite (a tail of equal values).
+fn candidate(logs: &[f64], tail_sum: f64, i: usize, small: bool) -> Option<Candidate> {
     let tail = &logs[i..];
     let n = tail.len() as f64;
     let log_xmin = logs[i];
-    let alpha = 1.0 + n / (tail_sum - n * log_xmin);
+    let spread = tail_sum - n * log_xmin;
+    let alpha = if small {
+        if tail.len() < SMALL_TAIL || spread <= 1e-12 {
+            return None;
+        }
+        1.0 + (n - 1.0) / spread
+    } else {
+        1.0 + n / spread
+    };
     if !alpha.is_finite() || alpha <= 1.0 {
         return None;
     }
@@ -154,16 +175,16 @@ mod tests {
 
     #[test]
     fn the_formulas_on_a_small_case_written_out() {
-        // Candidates at 1, 2, ..., 10 of [1, 2, ..., 11]; α and D by hand for xmin = 1.
-        let values: Vec<f64> = (1..=11).map(f64::from).collect();
+        // [1, 2, ..., 30]: α and D by hand for xmin = 1.
+        let values: Vec<f64> = (1..=30).map(f64::from).collect();
         let logs: Vec<f64> = values.iter().map(|x| x.ln()).collect();
-        let first = candidate(&logs, logs.iter().sum(), 0).unwrap();
         let sum: f64 = logs.iter().sum();
-        assert!((first.alpha - (1.0 + 11.0 / sum)).abs() < 1e-12);
+        let first = candidate(&logs, sum, 0, false).unwrap();
+        assert!((first.alpha - (1.0 + 30.0 / sum)).abs() < 1e-12);
         let d = values
             .iter()
             .enumerate()
-            .map(|(k, x)| (1.0 - x.powf(1.0 - first.alpha) - k as f64 / 11.0).abs())
+            .map(|(k, x)| (1.0 - x.powf(1.0 - first.alpha) - k as f64 / 30.0).abs())
             .fold(0.0, f64::max);
         assert!((first.ks - d).abs() < 1e-12);
         let best = fit(&values).unwrap();
@@ -171,8 +192,22 @@ mod tests {
     }
 
     #[test]
+    fn a_small_spectrum_gets_the_bias_corrected_fit() {
+        // 12 eigenvalues: α = 1 + (n - 1) / Σ ln(λ / xmin), tails of 8 or more only.
+        let values: Vec<f64> = (1..=12).map(|k| f64::from(k).powi(2)).collect();
+        let logs: Vec<f64> = values.iter().map(|x| x.ln()).collect();
+        let sum: f64 = logs.iter().sum();
+        let first = candidate(&logs, sum, 0, true).unwrap();
+        assert!((first.alpha - (1.0 + 11.0 / sum)).abs() < 1e-12);
+        let tail_of_7: f64 = logs[5..].iter().sum();
+        assert!(candidate(&logs, tail_of_7, 5, true).is_none());
+        let best = fit(&values).unwrap();
+        assert!(best.tail >= SMALL_TAIL && best.tail <= 12, "{best:?}");
+    }
+
+    #[test]
     fn too_few_or_equal_eigenvalues_are_not_fitted() {
-        assert_eq!(fit(&[1.0, 2.0, 3.0]), None);
+        assert_eq!(fit(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]), None);
         assert_eq!(fit(&[2.0; 20]), None);
         assert_eq!(fit(&[]), None);
     }

@@ -6,7 +6,8 @@ eigenvalues of ``WᵀW / N``, the squared singular values over ``N``, as
 WeightWatcher does: its stable rank ``Σ λ / λ_max``, its largest eigenvalue
 ``λ_max`` and α, the exponent of a power law fitted to the tail of the
 eigenvalues (WeightWatcher's maximum-likelihood fit, its lower end chosen by
-the Kolmogorov–Smirnov distance; the core's `spectral`). A convolution kernel
+the Kolmogorov–Smirnov distance, as weightwatcher 0.7.7 fits it, with its
+bias-corrected fit below 20 eigenvalues; the core's `spectral`). A convolution kernel
 ``(out, in, kh, kw)`` is read as WeightWatcher reads it: the ``kh * kw``
 matrices ``W[:, :, i, j]`` (or, where ``out + in < kh + kw``, the ``out * in``
 matrices ``W[o, c]``), their eigenvalues pooled into one spectrum; a 1-D or 3-D
@@ -20,7 +21,7 @@ and `spectrum` refuses a DTensor.
 
 Keys, for a layer ``<name>``: ``spectrum/<name>``, the eigenvalues' histogram
 between log-spaced edges, and the scalars ``spectrum/<name>/alpha`` (where at
-least 10 eigenvalues are positive), ``spectrum/<name>/stable_rank`` and
+least 8 eigenvalues are positive), ``spectrum/<name>/stable_rank`` and
 ``spectrum/<name>/lambda_max``.
 """
 
@@ -154,6 +155,8 @@ def singular_values(matrix: Any) -> tuple[np.ndarray, int]:
     if array.dtype.kind not in "fiub":
         raise TypeError(f"matrix must hold real numbers, got dtype {array.dtype}")
     slices = _slices(array.astype(np.float64, copy=False), np.transpose)
+    if not np.isfinite(slices).all():
+        raise ValueError("matrix holds NaN or infinite values: it has no spectrum")
     values = np.linalg.svd(slices, compute_uv=False)
     return np.ascontiguousarray(values, dtype=np.float64).ravel(), max(slices.shape[-2:])
 
