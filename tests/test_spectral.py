@@ -321,3 +321,27 @@ def test_the_sharded_warning_is_a_sharded_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a sharded vector has no spectrum to refuse
         SpectralCapture("M", [], [("b", torch.ones(3))], every=1, bins=8)
+
+
+def test_diagnose_reads_alpha_outside_weightwatchers_band_as_info_only(tmp_path: Path) -> None:
+    # A layer whose spectrum stays random-like (α far above 6) and a heavy-tailed one.
+    random_like = np.random.default_rng(4).normal(size=(300, 100))
+    heavy = power_law_matrix(3.0, 300, 100)
+    with hs.init("p", run_name="r", dir=tmp_path) as run:
+        for step in range(3):
+            run.log_spectrum("random.weight", random_like * (1 + step), step=step)
+            run.log_spectrum("heavy.weight", heavy * 10.0**step, step=step)
+            run.log({"loss": 1.0 / (step + 1)}, step=step)
+    assert hs.spectrum(random_like).alpha > 6 and 2 <= hs.spectrum(heavy).alpha <= 6
+    findings = hs.diagnose(tmp_path)
+    assert [(f.kind, f.severity, f.key) for f in findings] == [
+        ("spectral", "info", "spectrum/random.weight/alpha")
+    ]
+    found = findings[0]
+    assert (found.first_step, found.last_step) == (0, 2)
+    assert "outside WeightWatcher's published band of 2 to 6" in found.message
+    assert "not a verdict" in found.message
+    assert found.evidence["alpha"] == pytest.approx(hs.spectrum(random_like).alpha, rel=1e-6)
+    # The eigenvalues grew a hundredfold: no rule for values judges a spectrum.
+    assert hs.diagnose(tmp_path, kinds=["exploding", "collapsed", "nonfinite"]) == []
+

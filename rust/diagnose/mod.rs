@@ -17,6 +17,7 @@ mod rules;
 mod runs;
 mod scalars;
 mod series;
+mod spectral;
 #[cfg(test)]
 mod tests;
 
@@ -49,17 +50,20 @@ pub enum Kind {
     Dead,
     Saturated,
     Collapsed,
+    /// A layer's α outside WeightWatcher's published band: context, always `Info`.
+    Spectral,
 }
 
 impl Kind {
     /// Every kind, in the order the Python API lists them (`KINDS`).
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Vanishing,
         Kind::Exploding,
         Kind::Nonfinite,
         Kind::Dead,
         Kind::Saturated,
         Kind::Collapsed,
+        Kind::Spectral,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +74,7 @@ impl Kind {
             Kind::Dead => "dead",
             Kind::Saturated => "saturated",
             Kind::Collapsed => "collapsed",
+            Kind::Spectral => "spectral",
         }
     }
 }
@@ -132,7 +137,7 @@ pub struct Finding {
 #[derive(Debug, Error, PartialEq)]
 pub enum DiagnoseError {
     #[error(
-        "unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed"
+        "unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed, spectral"
     )]
     UnknownKind(String),
     #[error("roles[{key:?}]: {problem}")]
@@ -260,10 +265,10 @@ pub fn diagnose_profiled(
         rules::findings(&context)
     });
     let scalars = evidence.iter().flat_map(|(run, evidence)| {
-        evidence
-            .scalars
-            .iter()
-            .filter_map(|s| scalars::nonfinite_scalar(run, s, options.role(&s.tag)))
+        evidence.scalars.iter().filter_map(|s| {
+            let role = options.role(&s.tag);
+            scalars::nonfinite_scalar(run, s, role).or_else(|| spectral::alpha_band(run, s, role))
+        })
     });
     let mut findings: Vec<Finding> = histograms
         .collect::<Vec<_>>()

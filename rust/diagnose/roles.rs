@@ -12,12 +12,23 @@ pub enum Role {
     Activation,
     /// A loss: as a scalar, its rise is evidence that the run's values explode.
     Loss,
+    /// A weight matrix's spectrum (`spectrum/<name>`, its eigenvalues) or one of its
+    /// figures (`spectrum/<name>/alpha`, ...): judged by its α alone, never by the
+    /// rules for values (eigenvalues grow with the weights, by design).
+    Spectrum,
     /// Anything else: only the rules that hold for any values apply (nonfinite, exploding growth).
     Other,
 }
 
 impl Role {
-    pub const NAMES: [&'static str; 5] = ["gradient", "parameter", "activation", "loss", "other"];
+    pub const NAMES: [&'static str; 6] = [
+        "gradient",
+        "parameter",
+        "activation",
+        "loss",
+        "other",
+        "spectrum",
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -25,6 +36,7 @@ impl Role {
             Role::Parameter => "parameter",
             Role::Activation => "activation",
             Role::Loss => "loss",
+            Role::Spectrum => "spectrum",
             Role::Other => "other",
         }
     }
@@ -45,6 +57,7 @@ impl FromStr for Role {
             "parameter" => Ok(Role::Parameter),
             "activation" => Ok(Role::Activation),
             "loss" => Ok(Role::Loss),
+            "spectrum" => Ok(Role::Spectrum),
             "other" => Ok(Role::Other),
             _ => Err(format!(
                 "unknown role {s:?}: expected one of {}",
@@ -85,6 +98,9 @@ const ACTIVATION_WORDS: &[&str] = &[
 const LOSS_WORDS: &[&str] = &["loss", "losses", "nll"];
 const NOT_LOSS_WORDS: &[&str] = &["scale", "scaler", "scaling"];
 
+// The first word of the keys `run.watch(spectral=True)` and `run.log_spectrum` write.
+const SPECTRUM_WORD: &str = "spectrum";
+
 /// The characters that separate the words of a key.
 pub(super) const SEPARATORS: [char; 6] = ['/', '.', '_', '-', ' ', ':'];
 
@@ -93,9 +109,13 @@ fn words(key: &str) -> Vec<String> {
 }
 
 /// The role of `key` from its words: the first word if it says one (`parameters/relu.weight`
-/// is a parameter), else any word, gradient before activation before parameter before loss.
+/// is a parameter, `spectrum/fc.weight` a spectrum), else any word, gradient before
+/// activation before parameter before loss.
 pub fn role_of(key: &str) -> Role {
     let words = words(key);
+    if words.first().is_some_and(|w| w == SPECTRUM_WORD) {
+        return Role::Spectrum;
+    }
     if let Some(role) = words.first().and_then(|w| role_of_word(w)) {
         return role;
     }
@@ -184,6 +204,13 @@ mod tests {
         assert_eq!(role_of("parameters/encoder.layers.0.bias"), Role::Parameter);
         assert_eq!(role_of("activations/encoder.relu"), Role::Activation);
         assert_eq!(role_of("parameters/act.weight"), Role::Parameter);
+        // A spectrum's words (`weight`) do not make it a parameter.
+        assert_eq!(role_of("spectrum/0.weight"), Role::Spectrum);
+        assert_eq!(
+            role_of("spectrum/encoder.grad_proj.weight/alpha"),
+            Role::Spectrum
+        );
+        assert_eq!(role_of("fft/spectrum"), Role::Other);
     }
 
     #[test]

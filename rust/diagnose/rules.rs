@@ -116,6 +116,11 @@ impl Context<'_> {
 
 /// Every finding of one series.
 pub(super) fn findings(cx: &Context<'_>) -> Vec<Finding> {
+    if cx.role == Role::Spectrum {
+        // Eigenvalues are not values of the model: a spectrum speaks through its α
+        // (`spectral`), and its histogram's growth or spread says nothing wrong.
+        return Vec::new();
+    }
     let mut out = Vec::new();
     out.extend(nonfinite(cx));
     out.extend(exploding(cx));
@@ -125,7 +130,7 @@ pub(super) fn findings(cx: &Context<'_>) -> Vec<Finding> {
             out.extend(dead(cx));
             out.extend(saturated(cx));
         }
-        Role::Parameter | Role::Loss | Role::Other => {}
+        Role::Parameter | Role::Loss | Role::Spectrum | Role::Other => {}
     }
     // Dead and saturated units have no spread either: one finding says it.
     let explained = out
@@ -367,6 +372,7 @@ pub(super) fn noun(role: Role) -> &'static str {
         Role::Parameter => "parameter",
         Role::Activation => "activation",
         Role::Loss => "loss",
+        Role::Spectrum => "spectrum",
         Role::Other => "value",
     }
 }

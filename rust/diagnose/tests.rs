@@ -183,13 +183,21 @@ fn the_vocabularies_keep_the_python_apis_order() {
             "nonfinite",
             "dead",
             "saturated",
-            "collapsed"
+            "collapsed",
+            "spectral"
         ]
     );
     assert!(kinds.iter().all(|k| k.parse::<Kind>().is_ok()));
     assert_eq!(
         Role::NAMES,
-        ["gradient", "parameter", "activation", "loss", "other"]
+        [
+            "gradient",
+            "parameter",
+            "activation",
+            "loss",
+            "other",
+            "spectrum"
+        ]
     );
     assert!(Role::NAMES.iter().all(|r| r.parse::<Role>().is_ok()));
     assert_eq!(
