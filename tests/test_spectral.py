@@ -344,4 +344,3 @@ def test_diagnose_reads_alpha_outside_weightwatchers_band_as_info_only(tmp_path:
     assert found.evidence["alpha"] == pytest.approx(hs.spectrum(random_like).alpha, rel=1e-6)
     # The eigenvalues grew a hundredfold: no rule for values judges a spectrum.
     assert hs.diagnose(tmp_path, kinds=["exploding", "collapsed", "nonfinite"]) == []
-
