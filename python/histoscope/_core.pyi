@@ -538,3 +538,13 @@ def spectrum(singular_values: npt.NDArray[np.float64], n: int, bins: int) -> Spe
 def spectra(
     singular_values: list[npt.NDArray[np.float64]], dims: list[int], bins: int
 ) -> list[Spectrum | str]: ...
+
+@final
+class ScalarPoint:
+    tag: Final[str]
+    step: Final[int]
+    value: Final[float]
+
+def read_scalars(
+    path: str | os.PathLike[str], start: int = 0, prefix: str = ""
+) -> tuple[int, list[ScalarPoint]]: ...

@@ -29,6 +29,7 @@ mod fed;
 mod follow;
 mod layout;
 mod records;
+mod scalars;
 mod spectral;
 mod stream;
 mod writer;
@@ -179,5 +180,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stream::register(m)?;
     fed::register(m)?;
     spectral::register(m)?;
+    scalars::register(m)?;
     Ok(())
 }

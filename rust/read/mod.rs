@@ -10,6 +10,7 @@ pub mod optimizer_note;
 pub mod proto;
 pub mod proto_view;
 pub mod report;
+pub mod scalars;
 pub mod shared_tags;
 #[cfg(test)]
 pub(crate) mod test_events;

@@ -22,6 +22,7 @@ MODULES = (
     "ridgeline.js",
     "draw.js",
     "difference.js",
+    "spectral.js",
     "keys.js",
     "brush.js",
     "runs.js",

@@ -32,6 +32,7 @@ from . import answers
 from .follow import DEFAULT_CACHE_BYTES, SEGMENT_BYTES, LogdirIndex
 from .page import MODULES, asset_text, vocabulary_script
 from .refreshed import Findings, Layouts
+from .spectral import SpectralTrends
 
 __all__ = ["Answer", "Site", "allowed_hosts", "content_security_policy"]
 
@@ -169,6 +170,7 @@ class Site:
             raise FileNotFoundError(f"no events files (*tfevents*) under {self.logdir!r}")
         self.layouts = Layouts(local, refresh_seconds)
         self.findings = Findings(local)
+        self.spectral = SpectralTrends(local, refresh_seconds)
         self.hosts = frozenset(allowed_hosts(host))
         self.security = [
             ("Content-Security-Policy", content_security_policy(framed_by_self)),
@@ -186,6 +188,9 @@ class Site:
             "ranking": lambda query: answers.ranking(self.index, query),
             "compare": lambda query: answers.compare(self.index, query),
             "findings": lambda query: self.findings.answer(),
+            "spectral": lambda query: self.spectral.trend(
+                query.get("tag") or "", query.getlist("run")
+            ),
         }
         warm = _warm_up(self.index, self.layouts, progress)
         #: Reads the runs the page does not show at first, after those it does.

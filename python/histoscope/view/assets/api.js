@@ -46,5 +46,6 @@ export function serverSource() {
     ranking: (run, by) => getJSON("api/ranking", { run, by }),
     compare: (a, b, stepA, stepB) => getJSON("api/compare", { run: [a, b], step_a: stepA, step_b: stepB }),
     findings: () => getJSON("api/findings").catch(() => ({ findings: [] })),
+    spectral: (tag, runs) => getJSON("api/spectral", { tag, run: runs }),
   };
 }

@@ -9,6 +9,7 @@ import { OVERLAID, drawOverlay, drawHeatmap, drawBands } from "./draw.js";
 import { RIDGES, drawRidgeline } from "./ridgeline.js";
 import { drawDifference } from "./difference.js";
 import { brushChart } from "./brush.js";
+import { drawSpectralTrend, isSpectrum } from "./spectral.js";
 
 const LOADING_AT_ONCE = 4;
 
@@ -100,8 +101,12 @@ export function makeCards(app) {
         steps: state.view === "ridgeline" ? RIDGES : null })
       : { edges: [], runs: [] };
     if (state.view === "steps") await loadSeries(card, runs);
+    // A spectrum's α and stable rank over steps, where the source can say them.
+    const spectral = isSpectrum(card.tag) && source.spectral && runs.length
+      ? await source.spectral(card.tag, runs).catch(() => null) : null;
     if (request !== card.request || !card.mounted) return;
     card.data = data;
+    card.spectral = spectral;
     drawCard(card);
   }
 
@@ -169,10 +174,19 @@ export function makeCards(app) {
     for (const failed of data.errors || []) panels.push(readError(failed));
     card.chart.replaceChildren(...panels);
     card.chart.dataset.view = state.view;
+    drawSpectral(card);
     app.markOnce("histoscope:first-card");
     drawStats(card);
     if (card.node.contains(document.activeElement)) app.keys.drawCursor(card);
     app.keys.drawBraille(card);
+  }
+
+  // The spectral trend sits after the chart, outside its arrow-key region, reached by Tab.
+  function drawSpectral(card) {
+    const held = card.body.querySelector(".spectral");
+    const trend = card.spectral ? drawSpectralTrend(card.tag, card.spectral, app.runLabel) : null;
+    if (held) held.remove();
+    if (trend) card.chart.after(trend);
   }
 
   // In compare mode, the compared run's shares of the card's bins minus the first run's.

@@ -1,0 +1,102 @@
+"""The spectral figures drawn beside a spectrum's card: each run's α and stable rank over
+steps, as `watch(spectral=True)` and `Run.log_spectrum` log them (scalars under
+``spectrum/<name>/``), read from the runs' events files and followed as they grow.
+
+Each file is read on from where the last read ended (`_core.read_scalars`); a file
+that got shorter is read again from its start. A tag's step going back drops its
+values from that step on, as the restart rule does for histograms.
+
+Example:
+    >>> from histoscope.view.spectral import SpectralTrends
+    >>> SpectralTrends("examples/logdir", refresh_seconds=1.0).trend("spectrum/fc", [])
+    {'tag': 'spectrum/fc', 'band': [2.0, 6.0], 'figures': ['alpha', 'stable_rank'], 'runs': []}
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+
+import numpy as np
+
+from .. import _core
+from ..errors import RequestError
+
+__all__ = ["BAND", "TREND_FIGURES", "SpectralTrends"]
+
+BAND = (2.0, 6.0)
+"""WeightWatcher's published band for the α of well-trained layers: drawn as context."""
+
+TREND_FIGURES = ("alpha", "stable_rank")
+"""The figures drawn over steps, in order."""
+
+PREFIX = "spectrum/"
+"""The first word of every spectral key (`histoscope.write.spectrum.PREFIX`)."""
+
+
+class SpectralTrends:
+    """Every run's spectral scalars, by tag, then step; read again at most every
+    ``refresh_seconds`` for a run asked about."""
+
+    def __init__(self, logdir: str, refresh_seconds: float) -> None:
+        self._logdir = logdir
+        self._refresh_seconds = refresh_seconds
+        self._files: dict[str, list[str]] = {}
+        self._listed_at = -np.inf
+        self._offsets: dict[str, int] = {}
+        self._read_at: dict[str, float] = {}
+        self._values: dict[str, dict[str, dict[int, float]]] = {}
+        self._lock = threading.Lock()
+
+    def trend(self, tag: str, runs: list[str]) -> dict[str, object]:
+        """The answer for the card of ``tag`` (``spectrum/<name>``): each of ``runs`` that
+        logged any of its figures, with ``[step, value]`` pairs per figure."""
+        if not tag.startswith(PREFIX):
+            raise RequestError(f"tag must be a spectrum's key (spectrum/<name>), got {tag!r}")
+        out = []
+        with self._lock:
+            for run in runs:
+                held = self._read(run)
+                figures = {f: sorted(held.get(f"{tag}/{f}", {}).items()) for f in TREND_FIGURES}
+                if any(figures.values()):
+                    pairs = {f: [list(p) for p in v] for f, v in figures.items()}
+                    out.append({"run": run, **pairs})
+        return {"tag": tag, "band": list(BAND), "figures": list(TREND_FIGURES), "runs": out}
+
+    def _read(self, run: str) -> dict[str, dict[int, float]]:
+        now = time.monotonic()
+        if now - self._read_at.get(run, -np.inf) < self._refresh_seconds:
+            return self._values.get(run, {})
+        self._read_at[run] = now
+        if now - self._listed_at > self._refresh_seconds:
+            self._files = {r.name: list(r.files) for r in _core.discover_runs(self._logdir)}
+            self._listed_at = now
+        files = self._files.get(run, [])
+        if any(self._offsets.get(path, 0) > _size(path) for path in files):
+            self._values.pop(run, None)  # a file cut shorter: read the run again
+            for path in files:
+                self._offsets.pop(path, None)
+        held = self._values.setdefault(run, {})
+        for path in files:
+            try:
+                end, points = _core.read_scalars(path, self._offsets.get(path, 0), PREFIX)
+            except OSError:  # removed since the listing: the next listing drops it
+                continue
+            self._offsets[path] = end
+            for point in points:
+                values = held.setdefault(point.tag, {})
+                if values and point.step <= max(values):
+                    for step in [s for s in values if s >= point.step]:
+                        del values[step]
+                if math.isfinite(point.value):  # JSON holds no NaN; a gap is drawn instead
+                    values[point.step] = point.value
+        return held
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
