@@ -308,21 +308,26 @@ def _wrapped(record: _core.Spectrum, n: int) -> Spectrum:
 def _slices(matrix: Any, transpose: Any) -> Any:
     """``matrix`` as a stack of 2-D slices, WeightWatcher's way for a convolution kernel:
     ``(out, in, *kernel)`` to ``(positions, out, in)``; for a 2-D kernel whose channels
-    are fewer than its size (``out + in < kh + kw``), ``(out * in, kh, kw)``."""
+    are fewer than its size (``out + in < kh + kw``), ``(out * in, kh, kw)``. Each slice
+    is stood upright (rows >= columns): LAPACK's SVD of a wide matrix can take a hundred
+    times as long as of its transpose (5.5 s against 0.04 s for 256 x 9216 in torch)."""
     shape = tuple(matrix.shape)
     if len(shape) < 2:
         raise ValueError(
             f"a spectrum needs a matrix (2-D) or a convolution kernel (3-D or more), "
             f"got shape {shape}"
         )
-    if len(shape) == 2:
-        return matrix.reshape(1, *shape)
     out, into, kernel = shape[0], shape[1], shape[2:]
-    if len(kernel) == 2 and out + into < kernel[0] + kernel[1]:
-        return matrix.reshape(out * into, *kernel)
-    positions = math.prod(kernel)
-    moved = transpose(matrix.reshape(out, into, positions), (2, 0, 1))
-    return moved.reshape(positions, out, into)
+    if len(shape) == 2:
+        slices = matrix.reshape(1, out, into)
+    elif len(kernel) == 2 and out + into < kernel[0] + kernel[1]:
+        slices = matrix.reshape(out * into, *kernel)
+    else:
+        positions = math.prod(kernel)
+        moved = transpose(matrix.reshape(out, into, positions), (2, 0, 1))
+        slices = moved.reshape(positions, out, into)
+    rows, columns = slices.shape[-2:]
+    return transpose(slices, (0, 2, 1)) if rows < columns else slices
 
 
 def _torch_singular_values(tensor: torch.Tensor) -> tuple[np.ndarray, int]:
