@@ -23,6 +23,7 @@ TAGS = sorted(
         for layer in LAYERS
         for part in ("bias", "weight")
     ]
+    + [f"spectrum/{layer}.weight" for layer in LAYERS]
 )
 RUNS = ["lr-0.03", "lr-0.3"]
 

@@ -4,8 +4,9 @@ Two runs of a three-layer perceptron (256 ReLU units a layer) learn to tell
 the arms of a synthetic spiral apart, one with a learning rate ten times the
 other's, so their distributions visibly move apart. With PyTorch installed
 the model is a ``torch.nn.Sequential`` logged by ``run.watch`` (parameters,
-gradients and activations of every layer); without it, the same network is
-trained in NumPy and logged with ``run.add_histogram``. Then the whole log
+gradients and activations of every layer, and the spectrum of every weight
+matrix, ``spectral=True``); without it, the same network is trained in NumPy
+and logged with ``run.add_histogram`` and ``run.log_spectrum``. Then the whole log
 directory is written as one offline report, and the commands to open it and
 to start the viewer are printed.
 """
@@ -92,7 +93,7 @@ def _train_torch(
         torch.nn.ReLU(),
         torch.nn.Linear(_HIDDEN, _CLASSES),
     )
-    run.watch(model, log="all", every=_EVERY, activations=True)
+    run.watch(model, log="all", every=_EVERY, activations=True, spectral=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=rate)
     x_all = torch.tensor(inputs, dtype=torch.float32)
     y_all = torch.tensor(labels)
@@ -141,6 +142,7 @@ def _train_numpy(
                 run.add_histogram(f"parameters/{2 * i}.weight", w, step=step)
                 run.add_histogram(f"gradients/{2 * i}.weight", gw, step=step)
                 run.add_histogram(f"activations/{2 * i}", layers[i + 1], step=step)
+                run.log_spectrum(f"{2 * i}.weight", w, step=step)
             run.log({"loss": loss}, step=step)
         for w, b, (gw, gb) in zip(weights, biases, grads):
             w -= rate * gw
