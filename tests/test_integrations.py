@@ -95,6 +95,18 @@ def test_lightning_logs_at_the_global_step(tmp_path: Path) -> None:
         np.testing.assert_array_equal(logged.buckets[i][:, 0], gradient.edges[:-1])
 
 
+def test_lightning_logs_spectra_at_their_own_interval(tmp_path: Path) -> None:
+    module = TinyModule()
+    callback = LightningCallback(
+        run=None, project="p", log="parameters", spectral=True, spectral_every=3
+    )
+    trainer(tmp_path, callback).fit(module, data())
+    series = read(callback.run.dir)
+    assert series["parameters/net.2.weight"].steps.tolist() == [0, 2, 4]
+    assert series["spectrum/net.0.weight"].steps.tolist() == [0, 3]
+    assert series["spectrum/net.2.weight"].steps.tolist() == [0, 3]
+
+
 def test_lightning_with_gradient_accumulation_and_its_own_run(tmp_path: Path) -> None:
     module = TinyModule()
     callback = LightningCallback(project="tiny", every=1, filter=r"\.2\.")

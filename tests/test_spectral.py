@@ -215,7 +215,7 @@ def test_a_real_training_logs_the_spectra_of_its_weights_at_their_steps(tmp_path
         torch.nn.ReLU(),
         torch.nn.Linear(40, 4),
     )
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     seen: dict[int, dict[str, torch.Tensor]] = {}
     with hs.init("p", run_name="r", dir=tmp_path) as run:
         watch = run.watch(model, log="parameters", every=4, spectral=True, spectral_every=6)

@@ -88,7 +88,8 @@ class Watching:
 
 class WatchingCallback:
     """What every trainer callback takes and has: the run to log to (or a project to start
-    one in), the watch's options, and `run`. Mixed in before the trainer's callback class."""
+    one in), the watch's options (``spectral`` and ``spectral_every`` as `Run.watch`
+    takes them), and `run`. Mixed in before the trainer's callback class."""
 
     #: The project a callback starts its run in when given neither ``run`` nor ``project``.
     default_project = "histoscope"
@@ -103,9 +104,18 @@ class WatchingCallback:
         filter: Filter = None,
         bins: int = DEFAULT_BINS,
         activations: bool = False,
+        spectral: bool = False,
+        spectral_every: int | None = None,
     ) -> None:
         super().__init__()
-        options = WatchOptions(log=log, filter=filter, bins=bins, activations=activations)
+        options = WatchOptions(
+            log=log,
+            filter=filter,
+            bins=bins,
+            activations=activations,
+            spectral=spectral,
+            spectral_every=spectral_every,
+        )
         project = self.default_project if project is None else project
         self._watching = Watching(run, project, every=every, options=options)
 
