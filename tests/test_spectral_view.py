@@ -143,3 +143,18 @@ def test_axe_finds_no_violations_on_the_trend(page: Page) -> None:
     card.locator('svg.spectral-panel[data-figure="alpha"]').focus()
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_the_offline_report_draws_the_same_trend(logdir: Path, tmp_path: Path, open_page) -> None:
+    from histoscope.view.report import write_report
+
+    page = open_page(write_report(logdir, tmp_path / "report.html"))
+    card = page.locator(f'article.card[data-tag="{KEY}"]')
+    card.scroll_into_view_if_needed()
+    expect(card.locator(".spectral svg.spectral-panel")).to_have_count(2, timeout=15000)
+    alpha = card.locator('svg.spectral-panel[data-figure="alpha"]')
+    assert alpha.get_attribute("aria-label").startswith(f"α of {KEY} over steps; run base: ")
+    card.locator(".spectral-details > summary").click()
+    expect(card.locator(".spectral-table tbody tr")).to_have_count(2 * len(STEPS))
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()

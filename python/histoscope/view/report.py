@@ -40,6 +40,7 @@ from ..progress import Counted, each_counted
 from ..read.reader import HistogramSeries, _warn_missing
 from ..read.spool import SpooledRuns, is_url, remote_logdir
 from .page import MODULES, asset_text, bundle, vocabulary_script
+from .spectral import SpectralTrends
 
 __all__ = ["build_report", "bundle", "write_report"]
 
@@ -180,6 +181,8 @@ def _data(
         for run in each_counted(again, counted, progress, "report: binning"):
             gathered.rebin(run)
     cards = gathered.cards_by_key()
+    # A spectrum's α and stable rank over steps, as the viewer draws them (local only).
+    spectral = None if remote is not None else SpectralTrends(logdir, 0.0).embedded(names)
     return {
         "runs": sorted(gathered.steps),
         "tags": [{"tag": tag, "runs": list(card["runs"])} for tag, card in cards.items()],
@@ -187,6 +190,7 @@ def _data(
         "steps": {run: sorted(found) for run, found in sorted(gathered.steps.items())},
         "cards": cards,
         "findings": [finding.to_dict() for finding in gathered.diagnosis.findings],
+        "spectral": spectral,
     }
 
 

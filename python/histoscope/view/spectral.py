@@ -65,6 +65,18 @@ class SpectralTrends:
                     out.append({"run": run, **pairs})
         return {"tag": tag, "band": list(BAND), "figures": list(TREND_FIGURES), "runs": out}
 
+    def embedded(self, runs: list[str]) -> dict[str, object]:
+        """Every spectral figure of ``runs``, for the offline report: the band, the
+        figures drawn, and per run and tag the ``[step, value]`` pairs."""
+        with self._lock:
+            held = {run: self._read(run) for run in runs}
+        found = {
+            run: {tag: [[s, v] for s, v in sorted(points.items())] for tag, points in tags.items()}
+            for run, tags in held.items()
+            if tags
+        }
+        return {"band": list(BAND), "figures": list(TREND_FIGURES), "runs": found}
+
     def _read(self, run: str) -> dict[str, dict[int, float]]:
         now = time.monotonic()
         if now - self._read_at.get(run, -np.inf) < self._refresh_seconds:

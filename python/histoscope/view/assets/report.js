@@ -105,6 +105,17 @@ export function embeddedSource(data, statNames) {
       return { run, stat, steps: kept, rows };
     },
     findings: async () => ({ findings: data.findings }),
+    // The spectral figures embedded by report.py (view/spectral.py), answered as api/spectral.
+    spectral: async (tag, runs) => {
+      const held = data.spectral;
+      if (!held) return null;
+      const figure = (run, name) => ((held.runs[run] || {})[tag + "/" + name]) || [];
+      return {
+        tag, band: held.band, figures: held.figures,
+        runs: runs.map((run) => Object.fromEntries([["run", run]].concat(held.figures.map((f) => [f, figure(run, f)]))))
+          .filter((entry) => held.figures.some((f) => entry[f].length)),
+      };
+    },
   };
 }
 
