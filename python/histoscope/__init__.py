@@ -29,7 +29,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
 
 from .compare import Comparison, KeyDistance, compare
 from .diagnose import Finding, diagnose
-from .errors import DamagedFileWarning, HistoscopeWarning
+from .errors import DamagedFileWarning, HistoscopeAlert, HistoscopeWarning, TrainingProblem
 from .read import (
     HistogramSeries,
     TensorBoardChart,
@@ -39,18 +39,21 @@ from .read import (
     to_pandas,
 )
 from .view import render, save_html, show
-from .write import Histogram, Run, finish, init, log, log_tree, watch
+from .write import Alert, Histogram, Run, finish, init, log, log_tree, watch
 
 __all__ = [
+    "Alert",
     "Comparison",
     "DamagedFileWarning",
     "Finding",
     "Histogram",
     "HistogramSeries",
+    "HistoscopeAlert",
     "HistoscopeWarning",
     "KeyDistance",
     "Run",
     "TensorBoardChart",
+    "TrainingProblem",
     "compare",
     "diagnose",
     "finish",

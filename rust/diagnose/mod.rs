@@ -11,6 +11,7 @@
 
 mod activations;
 mod gradients;
+mod live;
 mod optimizer;
 mod roles;
 mod rules;
@@ -27,6 +28,7 @@ use std::str::FromStr;
 use rayon::prelude::*;
 use thiserror::Error;
 
+pub use live::{Alert, LiveDiagnosis};
 pub use optimizer::OptimizerKind;
 pub use roles::{role_of, Role};
 pub use series::{SeriesKey, SeriesView, StepBuckets};
