@@ -8,16 +8,26 @@
 //! `check` gives on the files written so far, and at the end they are equal:
 //! there is one set of rules, and no second, incremental copy of them to drift.
 //!
-//! Judging a step costs one pass of the rules over the run's profiles, a few
-//! dozen bytes a step and key; the histograms themselves are not kept.
+//! Judging a step costs one pass of the rules over the run's profiles (a few
+//! dozen bytes a step and key are kept; the histograms are not), so it grows
+//! with the steps logged: 500 keys judged at step 1,000 take tens of
+//! milliseconds. Judging is therefore held to [`JUDGING_SHARE`] of the time
+//! since the run began. While it fits, every complete step is judged; past
+//! it, judgements are spaced out, an alert then naming the later step it was
+//! found at (its finding's first step is unchanged). [`LiveDiagnosis::conclude`]
+//! judges the end whatever the budget.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use super::{diagnose_profiled, Evidence, Finding, Kind, Options, SeriesKey, Severity};
 use crate::histograms::profile::{profile, StepProfile};
 use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::stats::Stats;
 use crate::logdir::evidence::{RunEvidence, ScalarSeries};
+
+/// The most of the time since a run began that judging it may take.
+pub const JUDGING_SHARE: f64 = 0.02;
 
 /// A finding that is new, or more severe than before: when it was found and what it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,15 +51,26 @@ pub struct LiveDiagnosis {
     /// The most severe level each (key, kind) was announced at.
     announced: HashMap<(String, Kind), Severity>,
     alerts: Vec<Alert>,
+    /// The share of the time since `began` that judging may take, and the time it took.
+    share: f64,
+    began: Option<Instant>,
+    judging: Duration,
 }
 
 impl LiveDiagnosis {
-    /// An empty run named `run`, as its findings will name it.
+    /// An empty run named `run`, as its findings will name it, judged within [`JUDGING_SHARE`].
     pub fn new(run: &str, options: Options) -> Self {
+        Self::with_share(run, options, JUDGING_SHARE)
+    }
+
+    /// An empty run whose judging may take `share` of the time since it began
+    /// (`f64::INFINITY`: every complete step is judged, however long it takes).
+    pub fn with_share(run: &str, options: Options, share: f64) -> Self {
         LiveDiagnosis {
             run: run.to_owned(),
             options,
             evidence: Evidence::from([(run.to_owned(), RunEvidence::default())]),
+            share,
             ..Default::default()
         }
     }
@@ -102,8 +123,16 @@ impl LiveDiagnosis {
         }
     }
 
-    /// Judges what has come so far as complete, if the rules have not seen all of it.
+    /// Judges what has come so far as complete, if the rules have not seen all of
+    /// it and the budget allows.
     pub fn settle(&mut self) {
+        if matches!(self.newest, Some((_, false))) && self.affordable() {
+            self.judge();
+        }
+    }
+
+    /// Judges what has come so far, whatever the budget: the run has ended.
+    pub fn conclude(&mut self) {
         if matches!(self.newest, Some((_, false))) {
             self.judge();
         }
@@ -125,13 +154,21 @@ impl LiveDiagnosis {
 
     /// A value of `step` arrives: a later step completes the ones before it.
     fn arrive(&mut self, step: i64) {
-        if matches!(self.newest, Some((newest, false)) if step > newest) {
+        self.began.get_or_insert_with(Instant::now);
+        if matches!(self.newest, Some((newest, false)) if step > newest) && self.affordable() {
             self.judge();
         }
         self.newest = Some((step, false));
     }
 
+    /// Whether judging now keeps it within its share of the time since the run began.
+    fn affordable(&self) -> bool {
+        let elapsed = self.began.map_or(Duration::ZERO, |began| began.elapsed());
+        self.judging.as_secs_f64() <= self.share * elapsed.as_secs_f64()
+    }
+
     fn judge(&mut self) {
+        let started = Instant::now();
         let series: Vec<&ProfiledSeries> = self.series.values().filter(|s| !s.is_empty()).collect();
         let keys: Vec<SeriesKey<'_>> = series.iter().map(|s| SeriesKey::from(*s)).collect();
         let profiles: Vec<&[StepProfile]> = series.iter().map(|s| &s.profiles[..]).collect();
@@ -155,6 +192,7 @@ impl LiveDiagnosis {
         if let Some((_, judged)) = self.newest.as_mut() {
             *judged = true;
         }
+        self.judging += started.elapsed();
     }
 }
 
@@ -240,7 +278,7 @@ mod tests {
     #[test]
     fn at_every_complete_step_the_findings_are_those_of_the_file_so_far() {
         let logged = diverging();
-        let mut live = LiveDiagnosis::new("r", Options::default());
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
         for (i, value) in logged.iter().enumerate() {
             feed(&mut live, value);
             // Each step ends with its loss: after it, the step is complete.
@@ -259,7 +297,7 @@ mod tests {
     #[test]
     fn a_later_step_completes_the_one_before_without_settling() {
         let logged = diverging();
-        let mut live = LiveDiagnosis::new("r", Options::default());
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
         logged.iter().for_each(|v| feed(&mut live, v));
         // The last step is not judged until it is settled.
         let before_last = logged.len() - 3;
@@ -271,7 +309,7 @@ mod tests {
     #[test]
     fn each_finding_alerts_once_at_the_step_it_is_first_found_and_again_if_worse() {
         let logged = diverging();
-        let mut live = LiveDiagnosis::new("r", Options::default());
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
         let mut alerts = Vec::new();
         for value in &logged {
             feed(&mut live, value);
@@ -318,7 +356,7 @@ mod tests {
             logged.push(Logged::Histogram("gradients/1.weight", step, 0.01));
             logged.push(Logged::Loss(step, 0.5));
         }
-        let mut live = LiveDiagnosis::new("r", Options::default());
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
         logged.iter().for_each(|v| feed(&mut live, v));
         live.settle();
         assert_eq!(live.findings(), offline("r", &logged));
@@ -326,8 +364,26 @@ mod tests {
     }
 
     #[test]
+    fn past_its_budget_a_run_is_judged_at_its_end() {
+        let logged = diverging();
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
+        logged.iter().for_each(|v| feed(&mut live, v));
+        live.settle();
+        // The first judgement (step 0, as step 1 begins) is free; after it none fits a zero share.
+        assert_eq!(live.findings(), offline("r", &logged[..3]));
+        assert!(offline("r", &logged[..3]).is_empty() && !offline("r", &logged).is_empty());
+        live.conclude();
+        assert_eq!(live.findings(), offline("r", &logged));
+        let alerts = live.take_alerts();
+        assert!(
+            alerts.iter().all(|a| a.step == 11),
+            "found at the end: {alerts:?}"
+        );
+    }
+
+    #[test]
     fn an_empty_run_has_nothing_to_say() {
-        let mut live = LiveDiagnosis::new("r", Options::default());
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
         live.settle();
         assert!(live.findings().is_empty() && live.take_alerts().is_empty());
     }

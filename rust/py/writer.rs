@@ -220,7 +220,7 @@ impl EventFileWriter {
                 return Ok(());
             };
             if let Some(mut live) = writer.live.take() {
-                live.settle();
+                live.conclude();
                 *lock(&self.closed_live) = Some(live);
             }
             writer.file.flush().map_err(PyErr::from)
