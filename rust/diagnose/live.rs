@@ -12,7 +12,7 @@
 //! dozen bytes a step and key are kept; the histograms are not), so it grows
 //! with the steps logged: 500 keys judged at step 1,000 take tens of
 //! milliseconds. Judging is therefore held to [`JUDGING_SHARE`] of the time
-//! since the run began. While it fits, every complete step is judged; past
+//! since the run began, beyond a first [`JUDGING_ALLOWANCE`]. While it fits, every complete step is judged; past
 //! it, judgements are spaced out, an alert then naming the later step it was
 //! found at (its finding's first step is unchanged). [`LiveDiagnosis::conclude`]
 //! judges the end whatever the budget.
@@ -26,8 +26,11 @@ use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::stats::Stats;
 use crate::logdir::evidence::{RunEvidence, ScalarSeries};
 
-/// The most of the time since a run began that judging it may take.
+/// The most of the time since a run began that judging it may take...
 pub const JUDGING_SHARE: f64 = 0.02;
+/// ...beyond a first allowance, so that a short run, or the first steps of
+/// any, are judged at every step however fast they go.
+pub const JUDGING_ALLOWANCE: Duration = Duration::from_millis(250);
 
 /// A finding that is new, or more severe than before: when it was found and what it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,7 +167,8 @@ impl LiveDiagnosis {
     /// Whether judging now keeps it within its share of the time since the run began.
     fn affordable(&self) -> bool {
         let elapsed = self.began.map_or(Duration::ZERO, |began| began.elapsed());
-        self.judging.as_secs_f64() <= self.share * elapsed.as_secs_f64()
+        let allowed = self.share * elapsed.as_secs_f64() + JUDGING_ALLOWANCE.as_secs_f64();
+        self.share.is_infinite() || self.judging.as_secs_f64() <= allowed
     }
 
     fn judge(&mut self) {
@@ -367,6 +371,7 @@ mod tests {
     fn past_its_budget_a_run_is_judged_at_its_end() {
         let logged = diverging();
         let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
+        live.judging = JUDGING_ALLOWANCE; // as if the allowance were spent
         logged.iter().for_each(|v| feed(&mut live, v));
         live.settle();
         // The first judgement (step 0, as step 1 begins) is free; after it none fits a zero share.
