@@ -367,7 +367,7 @@ class Run:
             ...         run.add_histogram("activations/relu", np.zeros(100), step=step)
             ...     run.flush()
             ...     [f.kind for f in run.findings()], [a.step for a in seen]
-            (['dead'], [2])
+            (['dead'], [0])
         """
         return [Finding._of(record) for record in self._writer.file.live_findings()]
 
