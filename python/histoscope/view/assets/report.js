@@ -45,6 +45,12 @@ function thin(n, most) {
   return [...out];
 }
 
+function embeddedAnswer(table, first, second) {
+  const answer = (table[first] || {})[second];
+  if (!answer) throw new Error("the report holds no answer for " + first + " and " + second);
+  return answer;
+}
+
 export function embeddedSource(data, statNames) {
   // Percentiles are worked out from the counts when first asked for, to keep the file small.
   const quantilesOf = (card, entry) => {
@@ -105,6 +111,11 @@ export function embeddedSource(data, statNames) {
       return { run, stat, steps: kept, rows };
     },
     findings: async () => ({ findings: data.findings }),
+    // Rankings and comparisons made when the report was written (view/report_orders.py).
+    ranking: data.orders ? async (run, by) => embeddedAnswer(data.orders.rankings, run, by) : undefined,
+    compare: data.orders ? async (a, b) => embeddedAnswer(data.orders.compare, a, b) : undefined,
+    comparedWith: (a) => Object.keys((data.orders && data.orders.compare[a]) || {}),
+    overviewDistance: false,
   };
 }
 
