@@ -30,6 +30,12 @@ def mlp(seed: int = 0) -> nn.Module:
     )
 
 
+class Progress:
+    """The step a training loop is at, readable after it stopped."""
+
+    step = -1
+
+
 def train(
     run: hs.Run,
     model: nn.Module,
@@ -37,14 +43,18 @@ def train(
     lr: float = 0.05,
     nan_from: int | None = None,
     steps: int = STEPS,
+    every: int = 1,
+    progress: Progress | None = None,
     **watch: object,
 ) -> int:
-    """Trains ``model`` on four classes, watched every step; returns the steps it ran."""
+    """Trains ``model`` on four classes, watched every ``every`` steps; returns the steps run."""
     generator = torch.Generator().manual_seed(1)
     directions = torch.randn(4, 8, generator=generator)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    run.watch(model, log="all", every=1, **watch)  # type: ignore[arg-type]
+    run.watch(model, log="all", every=every, **watch)  # type: ignore[arg-type]
+    progress = progress or Progress()
     for step in range(steps):
+        progress.step = step
         x = torch.randn(32, 8, generator=generator)
         y = (x @ directions.T).argmax(1)
         loss = nn.functional.cross_entropy(model(x), y)
@@ -117,6 +127,14 @@ def test_each_alert_comes_at_the_first_step_check_would_find_it(tmp_path: Path, 
             assert earlier.get((alert.key, alert.kind), -1) < alert.finding.level, alert.describe()
 
 
+def test_a_healthy_run_raises_nothing(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hs.HistoscopeAlert)
+        with hs.init("p", run_name="r", dir=tmp_path, alerts="raise") as run:
+            train(run, mlp(), steps=60)
+    assert [f for f in run.findings() if f.level >= 1] == []
+
+
 def test_warn_names_key_kind_step_and_evidence_once_per_finding(tmp_path: Path) -> None:
     with pytest.warns(hs.HistoscopeAlert) as caught:
         with hs.init("p", run_name="r", dir=tmp_path) as run:
@@ -130,16 +148,22 @@ def test_warn_names_key_kind_step_and_evidence_once_per_finding(tmp_path: Path) 
     assert len(ids) == len(set(ids)), "each finding alerts once at each severity"
 
 
-def test_raise_stops_the_training_loop_at_its_next_forward_pass(tmp_path: Path) -> None:
+@pytest.mark.parametrize("every", [1, 5])
+def test_raise_stops_the_loop_within_one_logging_interval(tmp_path: Path, every: int) -> None:
     run = hs.init("p", run_name="r", dir=tmp_path, alerts="raise", stop_on=["nonfinite"])
+    progress = Progress()
     with pytest.raises(hs.TrainingProblem) as raised:
-        train(run, mlp(), nan_from=5, steps=200)
+        train(run, mlp(), nan_from=7, steps=200, every=every, progress=progress)
     problem = raised.value.alert
-    assert problem.kind == "nonfinite" and problem.step >= 5
-    logged = hs.load_histograms(run.dir)["gradients/0.weight"]["."].steps.tolist()
-    assert logged[-1] < 199, "the loop stopped early"
+    # The loss (logged every step) is NaN from step 7, the gradients logged from `nan_logged`:
+    # the loop stops at the latest at the first forward pass after that logged step.
+    nan_logged = -(-7 // every) * every
+    assert problem.kind == "nonfinite" and 7 <= problem.step <= nan_logged
+    assert 7 <= progress.step <= nan_logged + 1
     run.finish()
-    assert problem.key in hs.load_histograms(run.dir)
+    logged = hs.load_histograms(run.dir)["gradients/0.weight"]["."].steps.tolist()
+    assert logged == list(range(0, logged[-1] + 1, every)), "every logged step is in the file"
+    assert progress.step - every <= logged[-1] <= progress.step
 
 
 def test_raise_without_stop_on_stops_on_errors_only(tmp_path: Path) -> None:
@@ -199,7 +223,7 @@ def test_under_torch_distributed_rank_zero_decides_and_every_rank_stops_at_once(
 ) -> None:
     import json
 
-    from alert_ranks import NAN_FROM, STEPS, stop_together
+    from alert_ranks import NAN_FROM, stop_together
     from sharded_ranks import start
 
     codes = start(2, stop_together, (str(tmp_path / "init"), str(tmp_path)), 300.0)
@@ -207,4 +231,5 @@ def test_under_torch_distributed_rank_zero_decides_and_every_rank_stops_at_once(
     assert codes == [0, 0], errors or f"exit codes {codes}"
     stops = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert stops[0] is not None and stops[0] == stops[1], stops
-    assert stops[0]["kind"] == "nonfinite" and NAN_FROM < stops[0]["step"] < STEPS
+    # NaN gradients are logged at NAN_FROM; every rank stops at its next forward pass.
+    assert stops[0] == {"step": NAN_FROM + 1, "kind": "nonfinite"}

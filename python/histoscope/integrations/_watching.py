@@ -56,6 +56,7 @@ class Watching:
         #: The first alert of a kind in ``stop_on``, on the rank that writes.
         self.problem: Alert | None = None
         self._listened: Run | None = None
+        self.captured = False
 
     def start(
         self,
@@ -95,7 +96,12 @@ class Watching:
         if self.stop_on is None:
             return False
         if self.run is not None and not self.run.closed:
-            self.run.check_alerts()
+            # A step captured since the last look is judged first: the stop comes after it.
+            captured, self.captured = self.captured, False
+            if captured:
+                self.run.flush()
+            else:
+                self.run.check_alerts()
         stop = (agree or any_rank)(self.problem is not None)
         if stop:
             found = self.problem
@@ -107,6 +113,7 @@ class Watching:
         """Captures the model if this is a logging step: just before an optimizer step."""
         if self.watch is not None and self.watch.due():
             self.watch.capture()
+            self.captured = True
 
     def _noted(self, alert: Alert) -> None:
         if self.problem is None and self.stop_on is not None and alert.kind in self.stop_on:

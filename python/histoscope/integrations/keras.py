@@ -128,6 +128,7 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
             stop_on=stop_on,
         )
         self._capture: _Capture | None = None
+        self._every = every
         self._lock = threading.Lock()
         self._warned: set[str] = set()
 
@@ -141,12 +142,18 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
             self._capture.remove()
         model = self.model
         every = watching.every if watching.every is not None else 100
+        self._every = every
         self._capture = _Capture(model, self._tap(model, every), watching.options)
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         if self._capture is not None and isinstance(self._capture.tap, TensorFlowTap):
             self._capture.tap.poll()
-        if self._watching.stop_requested():
+        watching = self._watching
+        if watching.stop_on is not None and self._capture is not None:
+            # The batch's step is one before the optimizer's count now: was it logged?
+            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1
+            watching.captured = step % self._every == 0
+        if watching.stop_requested():
             self.model.stop_training = True
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:

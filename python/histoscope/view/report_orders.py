@@ -33,7 +33,8 @@ def report_orders(logdir: str, runs: list[str]) -> dict[str, Any]:
         >>> orders = report_orders("examples/logdir", ["train", "validation"])
         >>> sorted(orders["rankings"]["train"]) == sorted(RANKINGS)
         True
-        >>> orders["compare"]["train"]["validation"]["a"], orders["compare"]["validation"]["train"]["b"]
+        >>> pairs = orders["compare"]
+        >>> pairs["train"]["validation"]["a"], pairs["validation"]["train"]["b"]
         ('train', 'train')
     """
     # Listed once and each run read whole: a report is of the directory as it is now.

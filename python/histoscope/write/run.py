@@ -342,6 +342,13 @@ class Run:
         model's forward pass do this; call it where neither happens."""
         self._alerts.deliver()
 
+    @property
+    def prompt_alerts(self) -> bool:
+        """Whether alerts must come within one logging interval (``alerts="raise"`` or a
+        callable): a watch then waits for the writer to judge each logged step."""
+        alerts = self._alerts.policy.alerts
+        return callable(alerts) or alerts == "raise"
+
     def on_alert(self, listener: Callable[[Alert], Any]) -> None:
         """Also hands each alert to ``listener`` when it is delivered, whatever ``alerts`` does."""
         self._alerts.listeners.append(listener)

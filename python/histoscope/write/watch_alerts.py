@@ -2,7 +2,10 @@
 
 A watched model's training forward pass is a call into the run: the alerts
 found since the last one are delivered there, so a `TrainingProblem` leaves
-``model(x)`` in the loop that trains, never the backward pass.
+``model(x)`` in the loop that trains, never the backward pass. Where alerts
+must come promptly (``alerts="raise"`` or a callable), the first forward pass
+after a logged step waits for the writer to write and judge it (`Run.flush`),
+so that a problem stops the loop within one logging interval.
 
 Under ``torch.distributed`` with ``alerts="raise"``, one rank's findings must
 stop every rank at the same step, or the others wait forever in their next
@@ -49,15 +52,19 @@ class WatchAlerts:
         self.agreed = agrees_across_ranks(options)
         self.source = options.rank
         self.problem: Alert | None = None
+        #: A step was logged since alerts were last delivered.
+        self.logged = False
         if self.agreed and hasattr(sink, "hold_problems"):
             sink.hold_problems()
 
     def before_forward(self) -> None:
         """Delivers the run's alerts, or raises the problem the ranks agreed on."""
         if not self.agreed:
-            check = getattr(self.sink, "check_alerts", None)
-            if check is not None:
-                check()
+            logged, self.logged = self.logged, False
+            if logged and getattr(self.sink, "prompt_alerts", False):
+                self.sink.flush()  # the step logged is judged before the next one runs
+            elif hasattr(self.sink, "check_alerts"):
+                self.sink.check_alerts()
             return
         if self.problem is not None:
             problem, self.problem = self.problem, None
@@ -66,9 +73,12 @@ class WatchAlerts:
     def at_logged_step(self) -> None:
         """Every rank, at each logged step: learns whether the writing rank holds a problem."""
         if not self.agreed:
+            self.logged = True
             return
         import torch.distributed as dist
 
+        if hasattr(self.sink, "take_problem"):
+            self.sink.flush()  # this step judged, so every rank stops after it
         take = getattr(self.sink, "take_problem", None)
         held = [take() if take is not None else None]
         dist.broadcast_object_list(held, src=self.source)
