@@ -194,12 +194,15 @@ CASES: list[Case] = [
     """.strip().splitlines()
 ]
 
-#: The cases tests/test_diagnose.py generates: one for each of issue 19's classes of miss.
+#: The cases tests/test_diagnose.py generates: one for each of issue 19's classes of
+#: miss, and issue 28's two blind spots.
 PYTEST_CASES = [
     "rnn-exploding_lstm-tbx-bare",
     "mlp-nan-torch-tutorial",
     "mlp-saturated_sigmoid-tbx-slashes",
     "bert-healthy-hs",
+    "transformer-spikes-hs",
+    "mlp-collapsed_adamw-torch-bare",
 ]
 
 CASES_BY_NAME = {case.name: case for case in CASES}
