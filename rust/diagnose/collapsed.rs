@@ -9,7 +9,8 @@ use super::{Finding, Kind, Role, Severity};
 const COLLAPSED_VS_PEAK: f64 = 1e-3;
 /// A parameter whose scale falls this many times below its start has decayed away,
 /// where the loss does not improve (healthy zoo runs: no parameter ends below 0.75 of its
-/// start; AdamW's decay, far too strong: 2 × 10^-3 to 4 × 10^-2).
+/// start; under AdamW's decay, far too strong, the median one ends at 5 × 10^-3 to
+/// 4 × 10^-2 of it).
 const COLLAPSED_SCALE_FALL: f64 = 1e-2;
 
 /// Spread or scale gone: the spread `COLLAPSED_VS_PEAK` of its peak (any run), or a

@@ -17,7 +17,7 @@ pub(super) const LOSS_BACK: f64 = 2.0;
 
 /// A run learned where its loss ends below this share of its first value (healthy zoo
 /// runs: at most 0.60 at their end; runs whose weights collapsed, under SGD's decay or
-/// AdamW's, 0.92 and more, as the exploding ones whose loss came back to chance).
+/// AdamW's, 0.92 and more; exploding ones whose loss came back to chance, 0.93 and more).
 pub(super) const LOSS_LEARNED: f64 = 0.8;
 
 /// The loss of a run that the histogram rules read: its steps and values, finite only.
