@@ -71,18 +71,12 @@ pub(super) fn exploding(cx: &Context<'_>) -> Option<Finding> {
     let episodes = episodes(&flags);
     let (first, last) = (valued[episodes.first()?.0], valued[episodes.last()?.1]);
     let outcome = outcome(cx, &valued, &episodes);
-    let flagged: Vec<usize> = (0..valued.len())
+    let flagged = (0..valued.len())
         .filter(|&k| flags[k])
-        .map(|k| valued[k])
-        .collect();
-    let peak = flagged
-        .iter()
-        .map(|&i| cx.profiles[i].scale())
-        .fold(0.0, f64::max);
-    let max_abs = flagged
-        .iter()
-        .map(|&i| cx.profiles[i].max_abs())
-        .fold(0.0, f64::max);
+        .map(|k| &cx.profiles[valued[k]]);
+    let (peak, max_abs) = flagged.fold((0.0, 0.0), |(peak, max_abs): (f64, f64), p| {
+        (peak.max(p.scale()), max_abs.max(p.max_abs()))
+    });
     let start = cx.start_scale(&valued);
     let growth = if start > 0.0 {
         peak / start
@@ -95,15 +89,11 @@ pub(super) fn exploding(cx: &Context<'_>) -> Option<Finding> {
         ("growth", growth),
         ("max_abs", max_abs),
     ];
-    let spike_steps: Vec<i64> = episodes.iter().map(|&(a, _)| cx.steps[valued[a]]).collect();
+    let spikes: Vec<i64> = episodes.iter().map(|&(a, _)| cx.steps[valued[a]]).collect();
     if outcome != Outcome::Grows {
-        evidence.push(("spikes", spike_steps.len() as f64));
-        evidence.extend(
-            SPIKE_NAMES
-                .iter()
-                .zip(&spike_steps)
-                .map(|(&n, &s)| (n, s as f64)),
-        );
+        evidence.push(("spikes", spikes.len() as f64));
+        let listed = SPIKE_NAMES.iter().zip(&spikes);
+        evidence.extend(listed.map(|(&name, &step)| (name, step as f64)));
     }
     let grew = format!(
         "{} scale grows from {} to {} ({} times)",
@@ -112,8 +102,6 @@ pub(super) fn exploding(cx: &Context<'_>) -> Option<Finding> {
         sci(peak),
         sci(growth)
     );
-    let at = listed(&spike_steps);
-    let tag = cx.loss_curve.map_or("the loss", |c| c.tag.as_str());
     let (severity, message) = match (outcome, cx.loss_curve) {
         (Outcome::Grows, _) => {
             let loss = match cx.loss {
@@ -123,79 +111,104 @@ pub(super) fn exploding(cx: &Context<'_>) -> Option<Finding> {
                 }
                 None => String::new(),
             };
-            (
-                Severity::Error,
-                format!(
-                    "{grew} from step {}, largest value {}{loss}: exploding {}s; lower the \
-                     learning rate or clip gradients",
-                    cx.steps[first],
-                    sci(max_abs),
-                    noun(cx.role)
-                ),
-            )
+            let message = format!(
+                "{grew} from step {}, largest value {}{loss}: exploding {}s; lower the \
+                 learning rate or clip gradients",
+                cx.steps[first],
+                sci(max_abs),
+                noun(cx.role)
+            );
+            (Severity::Error, message)
         }
         (Outcome::Healed { steps, learned }, Some(curve)) => {
-            evidence.extend([
-                ("loss_back_steps", steps as f64),
-                ("loss_first", curve.first()),
-                ("loss_end", curve.end_level()),
-            ]);
-            let each = if spike_steps.len() > 1 {
-                " each time"
-            } else {
-                ""
-            };
-            let back = format!(
-                "{grew} at {at} and comes back; {tag} was back at its level before within \
-                 {}{each}",
-                counted(steps, "step")
-            );
-            let (first, end) = (sci(curve.first()), sci(curve.end_level()));
-            if learned {
-                let message = format!(
-                    "{back} and falls from {first} to {end}: transient spikes, harmless where \
-                     gradients are clipped; look at those steps' batches if they come more often"
-                );
-                (Severity::Info, message)
-            } else {
-                let message = format!(
-                    "{back}, but ends no lower than its first value ({first} to {end}): the \
-                     run is not learning; lower the learning rate"
-                );
-                (Severity::Warning, message)
-            }
+            healed(curve, (steps, learned), &grew, &spikes, &mut evidence)
         }
-        (Outcome::LossNotBack { level, step }, _) => {
+        (outcome, curve) => unhealed(cx, outcome, curve, &grew, &spikes, &mut evidence),
+    };
+    Some(cx.finding(Kind::Exploding, (first, last), severity, &evidence, message))
+}
+
+/// The verdict on spikes the series and the loss came back from, `steps` after them at
+/// most: an info where the run `learned`, else a warning.
+fn healed(
+    curve: &LossCurve,
+    (steps, learned): (i64, bool),
+    grew: &str,
+    spikes: &[i64],
+    evidence: &mut Vec<(&str, f64)>,
+) -> (Severity, String) {
+    evidence.extend([
+        ("loss_back_steps", steps as f64),
+        ("loss_first", curve.first()),
+        ("loss_end", curve.end_level()),
+    ]);
+    let each = if spikes.len() > 1 { " each time" } else { "" };
+    let back = format!(
+        "{grew} at {} and comes back; {} was back at its level before within {}{each}",
+        listed(spikes),
+        curve.tag,
+        counted(steps, "step")
+    );
+    let (first, end) = (sci(curve.first()), sci(curve.end_level()));
+    if learned {
+        let message = format!(
+            "{back} and falls from {first} to {end}: transient spikes, harmless where \
+             gradients are clipped; look at those steps' batches if they come more often"
+        );
+        (Severity::Info, message)
+    } else {
+        let message = format!(
+            "{back}, but ends no lower than its first value ({first} to {end}): the run is \
+             not learning; lower the learning rate"
+        );
+        (Severity::Warning, message)
+    }
+}
+
+/// The verdict on spikes the loss did not come back from, that are too recent to
+/// judge, or that no loss can judge.
+fn unhealed(
+    cx: &Context<'_>,
+    outcome: Outcome,
+    curve: Option<&LossCurve>,
+    grew: &str,
+    spikes: &[i64],
+    evidence: &mut Vec<(&str, f64)>,
+) -> (Severity, String) {
+    let at = listed(spikes);
+    match outcome {
+        Outcome::LossNotBack { level, step } => {
             evidence.push(("loss_before", level));
             let message = format!(
-                "{grew} at {at}; {tag} is not back at its level of {} before the spike by \
-                 step {step}: exploding {}s; lower the learning rate or clip gradients",
+                "{grew} at {at}; {} is not back at its level of {} before the spike by step \
+                 {step}: exploding {}s; lower the learning rate or clip gradients",
+                curve.map_or("the loss", |c| c.tag.as_str()),
                 sci(level),
                 noun(cx.role)
             );
             (Severity::Error, message)
         }
-        (Outcome::Fresh, _) => (
-            Severity::Warning,
-            format!(
+        Outcome::Fresh => {
+            let message = format!(
                 "{grew} at {at}, too recently to tell a spike that heals from an explosion, \
                  which still grows at the next logged step or keeps the loss up; clip \
                  gradients if it does"
-            ),
-        ),
-        (Outcome::Unjudged | Outcome::Healed { .. }, _) => (
-            if spike_steps.len() < 2 {
+            );
+            (Severity::Warning, message)
+        }
+        _ => {
+            let severity = if spikes.len() < 2 {
                 Severity::Info
             } else {
                 Severity::Warning
-            },
-            format!(
+            };
+            let message = format!(
                 "{grew} at {at} and comes back: spikes; log the loss to tell whether \
                  training recovered from them"
-            ),
-        ),
-    };
-    Some(cx.finding(Kind::Exploding, (first, last), severity, &evidence, message))
+            );
+            (severity, message)
+        }
+    }
 }
 
 /// Whether each valued step has grown `EXPLODING_GROWTH` times the start or holds a huge value.
@@ -269,8 +282,8 @@ fn loss_back(
         let Some(level) = curve.level_before(first) else {
             return Outcome::Unjudged;
         };
-        match curve.back_at(last, level) {
-            Some(back) if back <= last + wait => slowest = slowest.max(back - last),
+        match curve.back_at(last, level, last + wait) {
+            Some(back) => slowest = slowest.max(back - last),
             _ if curve.last_step < last + wait => pending = true,
             _ => {
                 return Outcome::LossNotBack {

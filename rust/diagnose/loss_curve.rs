@@ -93,11 +93,12 @@ impl LossCurve {
         })
     }
 
-    /// The first step from `step` on where it is back at `level`: at most `LOSS_BACK`
-    /// times it.
-    pub fn back_at(&self, step: i64, level: f64) -> Option<i64> {
+    /// The first step from `step` to `until` where it is back at `level`: at most
+    /// `LOSS_BACK` times it. Only that window is read, however long the loss.
+    pub fn back_at(&self, step: i64, level: f64, until: i64) -> Option<i64> {
         let from = self.steps.partition_point(|&s| s < step);
-        (from..self.steps.len())
+        let to = self.steps.partition_point(|&s| s <= until);
+        (from..to)
             .find(|&i| self.values[i] <= LOSS_BACK * level)
             .map(|i| self.steps[i])
     }
@@ -120,9 +121,10 @@ mod tests {
     fn a_spike_and_the_step_the_loss_is_back() {
         let c = curve(&[1.4, 1.2, 1.0, 0.9, 0.8, 0.8, 8e3, 0.9, 0.7, 0.6, 0.5]);
         assert_eq!(c.level_before(6), Some(0.9));
-        assert_eq!(c.back_at(6, 0.9), Some(7));
+        assert_eq!(c.back_at(6, 0.9, 10), Some(7));
+        assert_eq!(c.back_at(6, 0.9, 6), None);
         // Not back where every later value stays above twice the level.
-        assert_eq!(c.back_at(6, 0.2), None);
+        assert_eq!(c.back_at(6, 0.2, 10), None);
         assert_eq!(c.level_before(0), None);
         assert_eq!(c.end_level(), 0.7);
         assert!(c.learned());
