@@ -10,7 +10,7 @@ problem it was built to have:
   encoder with LayerNorm, GELU and AdamW; a BERT-style model built from a
   ``BertConfig`` and trained by the Hugging Face ``Trainer``; a GRU and an LSTM;
 - conditions: healthy, vanishing (a deep sigmoid net), exploding (too high a
-  learning rate), NaN (a batch normalized by its own zero spread), dead ReLUs
+  learning rate, or the spikes below unclipped under SGD with momentum), NaN (a batch normalized by its own zero spread), dead ReLUs
   (a large negative bias), saturated tanh and sigmoid (inputs 30 times too
   large), collapsed (weight decay far too strong, SGD's or AdamW's); and
   spikes, a healthy run with a few batches whose loss, and so whose gradients,
@@ -146,6 +146,7 @@ CASES: list[Case] = [
     cnn vanishing torch tutorial tune
     mlp exploding tensorboardx slashes tune sgd
     mlp exploding torch tutorial held-out adam
+    mlp exploding tensorboardx bare tune spike
     mlp nan torch tutorial tune
     mlp nan histoscope watch held-out
     mlp dead tensorboardx bare tune
@@ -164,6 +165,7 @@ CASES: list[Case] = [
     cnn healthy tensorboardx bare held-out sgd
     cnn exploding histoscope watch tune
     cnn exploding tensorboardx slashes held-out
+    cnn exploding torch tutorial held-out spike
     cnn dead torch bare held-out
     cnn collapsed histoscope watch tune
     cnn collapsed tensorboardx slashes held-out adamw
@@ -172,6 +174,7 @@ CASES: list[Case] = [
     transformer healthy histoscope watch tune
     transformer healthy torch tutorial held-out
     transformer exploding tensorboardx slashes held-out
+    transformer exploding histoscope watch held-out spike
     transformer nan torch bare tune
     transformer dead torch slashes tune
     transformer collapsed histoscope watch held-out
@@ -337,6 +340,8 @@ def mlp_optimizer(case: Case, model: nn.Module) -> torch.optim.Optimizer:
     if case.condition == "exploding":
         if case.variant == "adam":
             return torch.optim.Adam(params, lr=1.0)
+        if case.variant == "spike":
+            return unclipped(params)
         return torch.optim.SGD(params, lr=10.0)
     if case.condition == "collapsed":
         return decaying(case, params)
@@ -357,6 +362,13 @@ def decaying(case: Case, params: Iterable[nn.Parameter]) -> torch.optim.Optimize
 
 
 ADAMW_DECAY = (1e-3, 70.0)
+
+
+def unclipped(params: Iterable[nn.Parameter]) -> torch.optim.Optimizer:
+    """Under ``exploding`` ``spike``: the ``spikes`` batches without clipping, under SGD
+    with momentum, whose step grows with the gradient (Adam's would not): a spike that
+    throws the weights far and does not heal."""
+    return torch.optim.SGD(params, lr=0.05, momentum=0.9)
 
 
 def _inputs(case: Case, scale: float) -> Callable[[torch.Tensor, int], torch.Tensor]:
@@ -427,7 +439,9 @@ def cnn_setup(case: Case, gen: torch.Generator) -> Setup:
     params = model.parameters()
     optimizer: torch.optim.Optimizer
     if case.condition == "exploding":
-        optimizer = torch.optim.Adam(params, lr=2.0)
+        optimizer = (
+            unclipped(params) if case.variant == "spike" else torch.optim.Adam(params, lr=2.0)
+        )
     elif case.condition == "collapsed":
         optimizer = decaying(case, params)
     elif case.variant == "sgd" or case.condition == "vanishing":
@@ -472,7 +486,9 @@ def transformer_setup(case: Case, gen: torch.Generator) -> Setup:
     params = model.parameters()
     optimizer: torch.optim.Optimizer
     if case.condition == "exploding":
-        optimizer = torch.optim.AdamW(params, lr=1.0)
+        optimizer = (
+            unclipped(params) if case.variant == "spike" else torch.optim.AdamW(params, lr=1.0)
+        )
     elif case.condition == "collapsed":
         optimizer = decaying(case, params)
     else:
@@ -585,7 +601,7 @@ def train(case: Case, logdir: Path) -> Trace:
         x, y = setup.batch(step)
         out = setup.model(setup.inputs(x, step))
         loss = setup.loss(out, y)
-        if case.condition == "spikes" and step in SPIKE_STEPS:
+        if step in SPIKE_STEPS and (case.condition == "spikes" or case.variant == "spike"):
             loss = loss * SPIKE_FACTOR
         setup.optimizer.zero_grad()
         loss.backward()
