@@ -10,12 +10,13 @@ problem it was built to have:
   encoder with LayerNorm, GELU and AdamW; a BERT-style model built from a
   ``BertConfig`` and trained by the Hugging Face ``Trainer``; a GRU and an LSTM;
 - conditions: healthy, vanishing (a deep sigmoid net), exploding (too high a
-  learning rate, or the spikes below unclipped under SGD with momentum), NaN (a batch normalized by its own zero spread), dead ReLUs
-  (a large negative bias), saturated tanh and sigmoid (inputs 30 times too
-  large), collapsed (weight decay far too strong, SGD's or AdamW's); and
-  spikes, a healthy run with a few batches whose loss, and so whose gradients,
-  are `SPIKE_FACTOR` times larger, clipped to a norm of `SPIKE_CLIP` after
-  they are logged (as LLM training does): spikes the loss comes back from;
+  learning rate, or the spikes below unclipped under SGD with momentum), NaN
+  (a batch normalized by its own zero spread), dead ReLUs (a large negative
+  bias), saturated tanh and sigmoid (inputs 30 times too large), collapsed
+  (weight decay far too strong, SGD's or AdamW's); and spikes, a healthy run
+  with a few batches whose loss, and so whose gradients, are `SPIKE_FACTOR`
+  times larger, clipped to a norm of `SPIKE_CLIP` after they are logged (as
+  LLM training does): spikes the loss comes back from;
 - writers: PyTorch's ``SummaryWriter``, tensorboardX's, and histoscope's
   ``run.watch`` (or its ``transformers`` callback);
 - key styles: ``run.watch``'s (``parameters/<name>``, ``gradients/<name>``,
