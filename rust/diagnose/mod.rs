@@ -10,8 +10,13 @@
 //! have their values, are in `rules` and `docs/diagnosis.md`.
 
 mod activations;
+mod collapsed;
+mod exploding;
 mod gradients;
+#[cfg(test)]
+mod healing_tests;
 mod live;
+mod loss_curve;
 mod optimizer;
 mod roles;
 mod rules;
@@ -253,6 +258,7 @@ pub fn diagnose_profiled(
             run_last_step: summary.last_step,
             run_interval: summary.interval,
             loss: summary.loss.as_ref(),
+            loss_curve: summary.loss_curve.as_ref(),
             nonfinite_scalar: summary
                 .nonfinite_scalar
                 .as_ref()
