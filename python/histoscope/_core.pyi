@@ -18,6 +18,7 @@ CARD_BINS: int
 CARD_STEPS: int
 CARD_MAX_STEPS: int
 KINDS: list[str]
+WORST_SEVERITIES: dict[str, str]
 ROLES: list[str]
 SEVERITIES: list[str]
 BASIS_POINTS: list[int]

@@ -69,6 +69,17 @@ impl Kind {
         Kind::Collapsed,
     ];
 
+    /// The most severe a finding of this kind can be: where a run is surely broken.
+    /// A trainer told to stop on a kind stops at this severity, so that an exploding
+    /// spike on the last step written (a warning until the next step or the loss says
+    /// more) does not stop a run that clips its gradients.
+    pub fn worst(self) -> Severity {
+        match self {
+            Kind::Nonfinite | Kind::Exploding | Kind::Collapsed => Severity::Error,
+            Kind::Vanishing | Kind::Dead | Kind::Saturated => Severity::Warning,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Kind::Vanishing => "vanishing",

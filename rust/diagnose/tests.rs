@@ -34,6 +34,11 @@ pub(super) fn run_with(all: &[Series], evidence: &Evidence, options: &Options) -
     let views: Vec<SeriesView<'_>> = all.iter().map(SeriesView::from).collect();
     let checked = diagnose_checked(&views, evidence, options).unwrap();
     assert_eq!(checked, diagnose_loaded(all, evidence, options));
+    // No finding is ever more severe than its kind's worst (what stop_on stops at).
+    assert!(
+        checked.iter().all(|f| f.severity <= f.kind.worst()),
+        "{checked:?}"
+    );
     checked
 }
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import _args
-from ..write.alerts import Alert, AlertPolicy
+from ..write.alerts import Alert, AlertPolicy, stops_training
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
@@ -116,8 +116,9 @@ class Watching:
             self.captured = True
 
     def _noted(self, alert: Alert) -> None:
-        if self.problem is None and self.stop_on is not None and alert.kind in self.stop_on:
-            self.problem = alert
+        if self.problem is None and self.stop_on is not None:
+            if stops_training(alert, self.stop_on):
+                self.problem = alert
 
     def stop(self) -> None:
         """Takes the watch off, and finishes the run if it was started here."""

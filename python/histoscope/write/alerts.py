@@ -23,7 +23,7 @@ from .. import _core
 from ..diagnose import KINDS, Finding
 from ..errors import HistoscopeAlert, TrainingProblem
 
-__all__ = ["ALERT_MODES", "Alert", "AlertPolicy", "Alerts", "RunAlerts"]
+__all__ = ["ALERT_MODES", "Alert", "AlertPolicy", "Alerts", "RunAlerts", "stops_training"]
 
 #: What ``alerts=`` takes besides a callable.
 ALERT_MODES = ("warn", "off", "raise")
@@ -91,8 +91,7 @@ class AlertPolicy:
     """What a run does with its alerts: ``alerts`` and ``stop_on`` as `histoscope.init` takes them.
 
     Only findings of severity ``warning`` or ``error`` alert; ``info`` ones are
-    in `Run.findings`. Under ``"raise"``, an alert whose kind is in ``stop_on``
-    (any finding of severity ``error`` without ``stop_on``) raises
+    in `Run.findings`. Under ``"raise"``, an alert that `stops_training` raises
     `TrainingProblem` once; the others are warned.
 
     Example:
@@ -123,11 +122,7 @@ class AlertPolicy:
 
     def stops(self, alert: Alert) -> bool:
         """Whether ``alert`` stops the training under ``"raise"``."""
-        if self.alerts != "raise":
-            return False
-        if self.stops_on is None:
-            return alert.severity == "error"
-        return alert.kind in self.stops_on
+        return self.alerts == "raise" and stops_training(alert, self.stops_on)
 
     def deliver(self, alerts: list[Alert], *, can_raise: bool) -> list[Alert]:
         """Warns, raises or hands on each of ``alerts``; returns those that would stop the
@@ -160,6 +155,24 @@ class AlertPolicy:
                 self.alerts(alert)
             elif self.alerts != "off":
                 warnings.warn(HistoscopeAlert(alert.describe(), alert), stacklevel=4)
+
+
+def stops_training(alert: Alert, kinds: Iterable[str] | None) -> bool:
+    """Whether ``alert`` stops a training told to stop on ``kinds``: a finding of one of
+    them at the most severe it can be (`_core.WORST_SEVERITIES`: an error for nonfinite,
+    exploding and collapsed, a warning for vanishing, dead and saturated), so that a
+    spike on the last step written, a warning until the next step or the loss says
+    more, stops nothing. Without ``kinds``: any finding of severity error.
+
+    Example:
+        >>> from histoscope.diagnose import Finding
+        >>> spike = Finding("exploding", "r", "gradients/w", 5, 5, "warning", {}, "...")
+        >>> stops_training(Alert(5, spike), ["exploding"])
+        False
+    """
+    if kinds is None:
+        return alert.severity == "error"
+    return alert.kind in kinds and alert.severity == _core.WORST_SEVERITIES[alert.kind]
 
 
 def _checked_kinds(kinds: Iterable[str] | None) -> tuple[str, ...] | None:

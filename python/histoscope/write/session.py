@@ -58,8 +58,9 @@ def init(
     delivered at the next logging call or forward pass of a watched model:
     ``alerts="warn"`` warns `HistoscopeAlert` (naming key, kind, step and
     evidence); ``"raise"`` raises `TrainingProblem` for the kinds in
-    ``stop_on`` (without it, for any finding of severity error) and warns
-    the others; a callable receives each `Alert` (to page, to log elsewhere,
+    ``stop_on``, at the most severe each can be (an error for nonfinite,
+    exploding and collapsed, a warning for the others; without ``stop_on``,
+    any error), and warns the others; a callable receives each `Alert` (to page, to log elsewhere,
     to save a checkpoint); ``"off"`` diagnoses nothing. `Run.findings` gives
     the findings so far. Under ``torch.distributed``, give ``alerts="raise"``
     to ``watch`` on every rank, so that rank 0 decides and all stop together.
