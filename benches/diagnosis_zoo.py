@@ -41,6 +41,9 @@ behind dead or saturated units vanish; a diverged run turns NaN). A finding of
 The cases are split once, by hand, into a ``tune`` half (thresholds are chosen
 on it) and a ``held-out`` half (what is reported); see ``docs/diagnosis.md``.
 
+The cases histoscope writes are also diagnosed live as they train; their live
+findings at the end must equal `check` on the files (printed last).
+
 How to run
 ----------
     python benches/diagnosis_zoo.py                   # generate all (< 3 min), score both halves
@@ -283,8 +286,16 @@ class Logger:
             hook.remove()
         if self.run is not None:
             self.run.finish()
+            save_live_findings(self.run, self.logdir)
         else:
             self.writer.close()
+
+
+def save_live_findings(run: Any, case_dir: Path) -> None:
+    """What the run's live diagnosis found by its end, beside the case (``live.json``), for
+    `score` to hold against `check` on the files."""
+    found = [f.to_dict() for f in run.findings()]
+    (case_dir / "live.json").write_text(json.dumps(found, indent=1) + "\n")
 
 
 ACTIVATION_MODULES = (nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.GRU, nn.LSTM)
@@ -752,6 +763,7 @@ def train_bert(case: Case, logdir: Path) -> Trace:
     trace.weight_growth, trace.weight_shrink = growth(start, weight_scales(model))
     if case.writer == "histoscope":
         run.finish()
+        save_live_findings(run, logdir)
     shutil.rmtree(logdir / "trainer", ignore_errors=True)
     return trace
 
@@ -913,6 +925,22 @@ def kinds_found(logdir: Path) -> tuple[set[str], list[Any]]:
     return {f.kind for f in findings if f.severity != "info"}, findings
 
 
+def live_against_check(root: Path, cases: Iterable[Case]) -> tuple[int, list[str]]:
+    """How many histoscope-written cases' live findings at the end equal `check` on their
+    files, and the names of those that do not."""
+    same, differ = 0, []
+    for case in cases:
+        saved = root / case.name / "live.json"
+        if not saved.is_file():
+            continue
+        _, findings = kinds_found(root / case.name)
+        if json.loads(saved.read_text()) == [f.to_dict() for f in findings]:
+            same += 1
+        else:
+            differ.append(case.name)
+    return same, differ
+
+
 def score(root: Path, cases: Iterable[Case], show: bool = False) -> dict[str, Score]:
     """Scores every case generated under ``root``, per half."""
     scores = {"tune": Score(), "held-out": Score()}
@@ -983,6 +1011,12 @@ def main() -> None:
                 print(f"\n## {half} half ({result.cases} cases)\n\n{result.table()}")
                 for line in result.wrong:
                     print(f"- {line}")
+        same, differ = live_against_check(root, cases)
+        if same or differ:
+            print(f"\nlive diagnosis at the end = check on the files: {same} of "
+                  f"{same + len(differ)} cases written by histoscope")  # fmt: skip
+            for name in differ:
+                print(f"- differs: {name}")
     finally:
         if args.out is None:
             shutil.rmtree(root, ignore_errors=True)
