@@ -243,3 +243,25 @@ def test_transformers_stop_on_stops_the_training_after_the_step(
     # NaN from the fourth batch, logged at global step 4: training stops after it.
     assert output.global_step == 4
     assert "stopping the training" in caplog.text and "nonfinite" in caplog.text
+
+
+def test_lightning_stop_on_under_ddp_stops_every_rank_at_one_step(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = Path(__file__).with_name("lightning_ranks.py")
+    env = {**os.environ, "PL_DISABLE_FORK": "1"}
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    steps = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    # NaN from optimizer step 3, logged there by rank 0: both ranks stop after that step.
+    assert steps == [4, 4]
+    assert "stopping the training" in done.stderr
+    written = hs.load_histograms(tmp_path / "histoscope-logs" / "lightning")
+    steps_logged = next(iter(written["gradients/net.0.weight"].values())).steps.tolist()
+    assert steps_logged == [0, 1, 2, 3]
