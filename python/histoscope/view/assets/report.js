@@ -51,7 +51,7 @@ function embeddedAnswer(table, first, second) {
   return answer;
 }
 
-export function embeddedSource(data, statNames) {
+export function embeddedSource(data, statNames, overviewSteps) {
   // Percentiles are worked out from the counts when first asked for, to keep the file small.
   const quantilesOf = (card, entry) => {
     if (!entry.quantiles) entry.quantiles = entry.counts.map((c) => percentiles(card.edges, c));
@@ -98,7 +98,7 @@ export function embeddedSource(data, statNames) {
     },
     overview: async (run, stat) => {
       const columns = stepsOf([run]);
-      const kept = thin(columns.length, 51).map((i) => columns[i]);
+      const kept = thin(columns.length, overviewSteps).map((i) => columns[i]);
       const rows = {};
       for (const t of data.tags) {
         const entry = data.cards[t.tag].runs[run];
@@ -126,4 +126,7 @@ async function embedded() {
   return JSON.parse(await new Response(stream).text());
 }
 
-embedded().then((data) => start(embeddedSource(data, readVocabulary().stats)));
+embedded().then((data) => {
+  const vocabulary = readVocabulary();
+  start(embeddedSource(data, vocabulary.stats, vocabulary.overviewSteps));
+});
