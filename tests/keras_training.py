@@ -5,10 +5,11 @@ so tests/test_keras.py runs this script once per backend:
 
     KERAS_BACKEND=jax python tests/keras_training.py OUT_DIR
 
-It writes two runs under OUT_DIR/logs: ``healthy`` (a regression that
-learns) and ``broken`` (the same, with NaN in the data from the third epoch
-on), and OUT_DIR/weights.npz: every weight before and after each logged
-step of the healthy run, read by a callback of the test's own, so that the
+It writes three runs under OUT_DIR/logs: ``healthy`` (a regression that
+learns), ``broken`` (the same, with NaN in the data from the third batch of
+each epoch on) and ``stopped`` (``broken`` with ``stop_on=("nonfinite",)``),
+and OUT_DIR/weights.npz: every weight before and after each logged step of
+the healthy run, read by a callback of the test's own, so that the
 test can compare the logged parameters with NumPy's histogram of the same
 arrays and the logged gradients with the updates SGD made from them.
 """
@@ -79,10 +80,22 @@ def data(broken: bool) -> tuple[np.ndarray, np.ndarray]:
     return x, y.astype("float32")
 
 
-def train(out: Path, name: str, broken: bool) -> dict:
+class Batches(keras.callbacks.Callback):
+    """How many batches ``fit`` ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self.count += 1
+
+
+def train(out: Path, name: str, broken: bool, stop_on: tuple[str, ...] | None = None) -> dict:
     run = hs.init("keras", run_name=name, dir=out / "logs")
     fitted = model()
     weights = WeightsAround()
+    batches = Batches()
     x, y = data(broken)
     history = fitted.fit(
         x,
@@ -94,7 +107,10 @@ def train(out: Path, name: str, broken: bool) -> dict:
         validation_data=(x[:32], y[:32]),
         callbacks=[
             weights,
-            HistoscopeCallback(run, log="all", every=EVERY, bins=BINS, activations=True),
+            batches,
+            HistoscopeCallback(
+                run, log="all", every=EVERY, bins=BINS, activations=True, stop_on=stop_on
+            ),
         ],
     )
     run.finish()
@@ -104,6 +120,7 @@ def train(out: Path, name: str, broken: bool) -> dict:
         "path": str(run.path),
         "loss": [float(v) for v in history.history["loss"]],
         "jit_compile": bool(fitted.jit_compile),
+        "batches": batches.count,
     }
 
 
@@ -113,6 +130,7 @@ def main() -> None:
         "backend": keras.backend.backend(),
         "healthy": train(out, "healthy", broken=False),
         "broken": train(out, "broken", broken=True),
+        "stopped": train(out, "stopped", broken=True, stop_on=("nonfinite",)),
     }
     (out / "summary.json").write_text(json.dumps(summary))
 

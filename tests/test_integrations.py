@@ -54,7 +54,7 @@ def data(n: int = 64) -> torch.utils.data.DataLoader:
 
 
 def trainer(tmp_path: Path, callback, **kwargs) -> pl.Trainer:
-    return pl.Trainer(
+    settings = dict(
         accelerator="cpu",
         max_steps=6,
         log_every_n_steps=2,
@@ -64,8 +64,8 @@ def trainer(tmp_path: Path, callback, **kwargs) -> pl.Trainer:
         enable_model_summary=False,
         default_root_dir=tmp_path,
         callbacks=[callback],
-        **kwargs,
     )
+    return pl.Trainer(**{**settings, **kwargs})
 
 
 @pytest.fixture(autouse=True)
@@ -151,7 +151,7 @@ class Tokens(torch.utils.data.Dataset):
 
 
 def training_args(tmp_path: Path, **kwargs) -> TrainingArguments:
-    return TrainingArguments(
+    settings = dict(
         output_dir=str(tmp_path / "out"),
         max_steps=4,
         logging_steps=2,
@@ -161,8 +161,8 @@ def training_args(tmp_path: Path, **kwargs) -> TrainingArguments:
         save_strategy="no",
         use_cpu=True,
         disable_tqdm=True,
-        **kwargs,
     )
+    return TrainingArguments(**{**settings, **kwargs})
 
 
 def test_transformers_trainer_logs_gradients_and_losses_at_the_same_steps(tmp_path: Path) -> None:
@@ -205,3 +205,75 @@ def _scalar_steps(run: hs.Run, tag: str) -> list[int]:
             if value.tag == tag:
                 steps.append(event.step)
     return steps
+
+
+class DivergingModule(TinyModule):
+    """TinyModule whose loss turns NaN from optimizer step 3 on."""
+
+    def training_step(self, batch, batch_idx):
+        loss = super().training_step(batch, batch_idx)
+        return loss * float("nan") if self.trainer.global_step >= 3 else loss
+
+
+def test_lightning_stop_on_stops_the_fit_after_the_step_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    callback = LightningCallback(every=1, stop_on=("nonfinite",))
+    fit = trainer(tmp_path, callback, max_steps=200)
+    with caplog.at_level(logging.WARNING, logger="histoscope"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", hs.HistoscopeAlert)
+        fit.fit(DivergingModule(), data(n=2000))
+    # NaN from optimizer step 3, logged there: the fit stops after that step.
+    assert fit.global_step == 4
+    assert "stopping the training" in caplog.text and "nonfinite" in caplog.text
+    assert callback.run is not None and callback.run.closed
+
+
+def test_lightning_without_stop_on_only_warns(tmp_path: Path) -> None:
+    fit = trainer(tmp_path, LightningCallback(every=1), max_steps=8)
+    with pytest.warns(hs.HistoscopeAlert, match="nonfinite"):
+        fit.fit(DivergingModule(), data())
+    assert fit.global_step == 8
+
+
+def test_transformers_stop_on_stops_the_training_after_the_step(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = tiny_bert()
+    calls = []
+
+    def nan_from_the_fourth_batch(_module, _inputs, output):
+        calls.append(1)
+        return output * float("nan") if len(calls) > 3 else output
+
+    model.classifier.register_forward_hook(nan_from_the_fourth_batch)
+    callback = TransformersCallback(every=1, stop_on=("nonfinite",))
+    args = training_args(tmp_path, max_steps=200, logging_steps=1)
+    with caplog.at_level(logging.WARNING, logger="histoscope"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", hs.HistoscopeAlert)
+        output = Trainer(model, args, train_dataset=Tokens(), callbacks=[callback]).train()
+    # NaN from the fourth batch, logged at global step 4: training stops after it.
+    assert output.global_step == 4
+    assert "stopping the training" in caplog.text and "nonfinite" in caplog.text
+
+
+def test_lightning_stop_on_under_ddp_stops_every_rank_at_one_step(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = Path(__file__).with_name("lightning_ranks.py")
+    env = {**os.environ, "PL_DISABLE_FORK": "1"}
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    steps = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    # NaN from optimizer step 3, logged there by rank 0: both ranks stop after that step.
+    assert steps == [4, 4]
+    assert "stopping the training" in done.stderr
+    written = hs.load_histograms(tmp_path / "histoscope-logs" / "lightning")
+    steps_logged = next(iter(written["gradients/net.0.weight"].values())).steps.tolist()
+    assert steps_logged == [0, 1, 2, 3]

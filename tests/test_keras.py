@@ -141,6 +141,13 @@ def test_check_passes_the_healthy_run_and_finds_the_nan(trained: dict) -> None:
     assert all(finding.first_step >= 2 for finding in broken)
 
 
+def test_stop_on_stops_fit_after_the_batch_the_nan_is_found_at(trained: dict) -> None:
+    assert trained["broken"]["batches"] == 4 * 128 // BATCH
+    # NaN from the third batch (step 2, a logged step: every=2): fit stops after it.
+    assert trained["stopped"]["batches"] == 3
+    assert "stopping the training" in trained["stderr"] and "nonfinite" in trained["stderr"]
+
+
 def test_epoch_logs_are_scalars_at_the_updates_so_far(trained: dict) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

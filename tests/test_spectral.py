@@ -344,3 +344,8 @@ def test_diagnose_reads_alpha_outside_weightwatchers_band_as_info_only(tmp_path:
     assert found.evidence["alpha"] == pytest.approx(hs.spectrum(random_like).alpha, rel=1e-6)
     # The eigenvalues grew a hundredfold: no rule for values judges a spectrum.
     assert hs.diagnose(tmp_path, kinds=["exploding", "collapsed", "nonfinite"]) == []
+
+
+def test_a_trainer_cannot_be_told_to_stop_on_spectral_findings(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="never a reason to stop training"):
+        hs.init("p", run_name="r", dir=tmp_path, stop_on=["spectral"])

@@ -29,7 +29,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
 
 from .compare import Comparison, KeyDistance, compare
 from .diagnose import Finding, diagnose
-from .errors import DamagedFileWarning, HistoscopeWarning
+from .errors import DamagedFileWarning, HistoscopeAlert, HistoscopeWarning, TrainingProblem
 from .read import (
     HistogramSeries,
     TensorBoardChart,
@@ -39,19 +39,22 @@ from .read import (
     to_pandas,
 )
 from .view import render, save_html, show
-from .write import Histogram, Run, Spectrum, finish, init, log, log_tree, spectrum, watch
+from .write import Alert, Histogram, Run, Spectrum, finish, init, log, log_tree, spectrum, watch
 
 __all__ = [
+    "Alert",
     "Comparison",
     "DamagedFileWarning",
     "Finding",
     "Histogram",
     "HistogramSeries",
+    "HistoscopeAlert",
     "HistoscopeWarning",
     "KeyDistance",
     "Run",
     "Spectrum",
     "TensorBoardChart",
+    "TrainingProblem",
     "compare",
     "diagnose",
     "finish",

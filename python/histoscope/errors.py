@@ -19,9 +19,12 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "DamagedFileWarning",
     "DroppedHistogramWarning",
+    "HistoscopeAlert",
     "HistoscopeError",
     "HistoscopeWarning",
     "NotFoundWarning",
@@ -30,6 +33,7 @@ __all__ = [
     "RequestNotFoundError",
     "ShardedWarning",
     "SharedTagWarning",
+    "TrainingProblem",
     "UnloggedWarning",
     "UnsupportedTrainingError",
     "UnwrittenWarning",
@@ -66,8 +70,26 @@ class UnwrittenWarning(HistoscopeWarning):
     """`Run.finish` ran out of time, or the writer stopped, before everything was written."""
 
 
+class HistoscopeAlert(HistoscopeWarning):
+    """A run's live diagnosis found a problem while it trains (``init(alerts="warn")``): the
+    message names the key, the kind, the step and the evidence; ``alert`` holds them all."""
+
+    def __init__(self, message: str, alert: Any = None) -> None:
+        super().__init__(message)
+        self.alert = alert
+
+
 class HistoscopeError(Exception):
     """An error of histoscope's own (argument errors are Python's own classes)."""
+
+
+class TrainingProblem(HistoscopeError, RuntimeError):
+    """A finding of a kind the run was told to stop on (``alerts="raise"``, ``stop_on=``),
+    raised in the training thread at its next call into the run; ``alert`` holds the finding."""
+
+    def __init__(self, message: str, alert: Any = None) -> None:
+        super().__init__(message)
+        self.alert = alert
 
 
 class NotWholeNumberError(HistoscopeError, TypeError, ValueError):

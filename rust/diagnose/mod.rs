@@ -10,7 +10,13 @@
 //! have their values, are in `rules` and `docs/diagnosis.md`.
 
 mod activations;
+mod collapsed;
+mod exploding;
 mod gradients;
+#[cfg(test)]
+mod healing_tests;
+mod live;
+mod loss_curve;
 mod optimizer;
 mod roles;
 mod rules;
@@ -28,6 +34,7 @@ use std::str::FromStr;
 use rayon::prelude::*;
 use thiserror::Error;
 
+pub use live::{Alert, LiveDiagnosis};
 pub use optimizer::OptimizerKind;
 pub use roles::{role_of, Role};
 pub use series::{SeriesKey, SeriesView, StepBuckets};
@@ -65,6 +72,19 @@ impl Kind {
         Kind::Collapsed,
         Kind::Spectral,
     ];
+
+    /// The most severe a finding of this kind can be: where a run is surely broken.
+    /// A trainer told to stop on a kind stops at this severity, so that an exploding
+    /// spike on the last step written (a warning until the next step or the loss says
+    /// more) does not stop a run that clips its gradients.
+    pub fn worst(self) -> Severity {
+        match self {
+            Kind::Nonfinite | Kind::Exploding | Kind::Collapsed => Severity::Error,
+            Kind::Vanishing | Kind::Dead | Kind::Saturated => Severity::Warning,
+            // Context, never a verdict (`spectral`): nothing to stop a trainer for.
+            Kind::Spectral => Severity::Info,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -256,6 +276,7 @@ pub fn diagnose_profiled(
             run_last_step: summary.last_step,
             run_interval: summary.interval,
             loss: summary.loss.as_ref(),
+            loss_curve: summary.loss_curve.as_ref(),
             nonfinite_scalar: summary
                 .nonfinite_scalar
                 .as_ref()

@@ -1,12 +1,15 @@
-//! The rules for any series (nonfinite, exploding, collapsed), what every rule shares, and
-//! which rules a series' role calls.
+//! The rules for any series (nonfinite here; `exploding` and `collapsed` in their own
+//! files), what every rule shares, and which rules a series' role calls.
 //!
 //! Every threshold was set from real trainings (see `docs/diagnosis.md`): far
 //! enough from what healthy runs showed that they stay quiet, close enough to
 //! what broken runs showed that those are caught.
 
 use super::activations::{dead, saturated};
+use super::collapsed::collapsed;
+use super::exploding::exploding;
 use super::gradients::vanishing;
+use super::loss_curve::LossCurve;
 use super::optimizer::OptimizerKind;
 use super::scalars::LossEvidence;
 use super::{Finding, Kind, Role, Severity};
@@ -20,18 +23,6 @@ const EARLY_STEPS: usize = 3;
 const SUSTAINED_SHARE: f64 = 0.8;
 /// ...and on at least this many steps (or every step of a shorter series).
 const SUSTAINED_STEPS: usize = 3;
-
-/// Values growing this many times above their early scale are exploding...
-const EXPLODING_GROWTH: f64 = 1e3;
-/// ...or this many times, where a loss of the run diverged too (see `scalars`).
-const EXPLODING_GROWTH_WITH_LOSS: f64 = 1e2;
-/// ...once their root mean square is at least this (so a zero-started bias growing is not).
-const EXPLODING_MIN_SCALE: f64 = 1.0;
-/// A gradient, parameter or activation this large is exploding, however it started.
-const EXPLODING_HUGE: f64 = 1e6;
-
-/// A spread this many times smaller than the largest it had before has collapsed.
-const COLLAPSED_VS_PEAK: f64 = 1e-3;
 
 /// A series ending this many of its own logging intervals before its run's last step stopped.
 const STOPPED_INTERVALS: f64 = 2.0;
@@ -55,6 +46,8 @@ pub(super) struct Context<'a> {
     pub run_interval: Option<f64>,
     /// Evidence from a loss of the run that its values explode.
     pub loss: Option<&'a LossEvidence>,
+    /// The run's main loss, to tell spikes that healed and weights that decayed by.
+    pub loss_curve: Option<&'a LossCurve>,
     /// The run's first NaN or infinite scalar, its tag and step.
     pub nonfinite_scalar: Option<(&'a str, i64)>,
     /// How the run's optimizer steps, where known.
@@ -99,7 +92,7 @@ impl Context<'_> {
     /// The smallest non-zero scale of the first `EARLY_STEPS` valued steps: what
     /// growth is measured from, since values can explode by the second logged
     /// step (Adam at a learning rate of 1); 0 where they are all 0.
-    fn start_scale(&self, valued: &[usize]) -> f64 {
+    pub(super) fn start_scale(&self, valued: &[usize]) -> f64 {
         let n = EARLY_STEPS.min(valued.len());
         let smallest = valued[..n]
             .iter()
@@ -211,123 +204,6 @@ fn stopped(cx: &Context<'_>) -> Option<Finding> {
         format!(
             "stops at step {end} while the run goes on to step {}: {cause}",
             cx.run_last_step
-        ),
-    ))
-}
-
-/// Values that grew `EXPLODING_GROWTH` times their start (`EXPLODING_GROWTH_WITH_LOSS`
-/// where a loss of the run diverged), or any value of `EXPLODING_HUGE`.
-fn exploding(cx: &Context<'_>) -> Option<Finding> {
-    let valued = cx.valued();
-    if valued.is_empty() {
-        return None;
-    }
-    let start = cx.start_scale(&valued);
-    let needed = if cx.loss.is_some() {
-        EXPLODING_GROWTH_WITH_LOSS
-    } else {
-        EXPLODING_GROWTH
-    };
-    let huge_applies = !matches!(cx.role, Role::Other | Role::Loss);
-    let flagged: Vec<usize> = valued
-        .iter()
-        .copied()
-        .filter(|&i| {
-            let p = &cx.profiles[i];
-            let grew =
-                start > 0.0 && p.scale() >= needed * start && p.scale() >= EXPLODING_MIN_SCALE;
-            grew || (huge_applies && p.max_abs() >= EXPLODING_HUGE)
-        })
-        .collect();
-    let (&first, &last) = (flagged.first()?, flagged.last()?);
-    // One spike that training recovered from is not an explosion; one at the end (before NaN) is.
-    let ends_there = valued.last() == Some(&last);
-    if flagged.len() < 2.min(valued.len()) && !ends_there {
-        return None;
-    }
-    let peak = flagged
-        .iter()
-        .map(|&i| cx.profiles[i].scale())
-        .fold(0.0, f64::max);
-    let max_abs = flagged
-        .iter()
-        .map(|&i| cx.profiles[i].max_abs())
-        .fold(0.0, f64::max);
-    let growth = if start > 0.0 {
-        peak / start
-    } else {
-        f64::INFINITY
-    };
-    let mut evidence = vec![
-        ("early_scale", start),
-        ("peak_scale", peak),
-        ("growth", growth),
-        ("max_abs", max_abs),
-    ];
-    let loss = match cx.loss {
-        Some(loss) => {
-            evidence.extend(loss.numbers());
-            format!(", while {}", loss.cited())
-        }
-        None => String::new(),
-    };
-    Some(cx.finding(
-        Kind::Exploding,
-        (first, last),
-        Severity::Error,
-        &evidence,
-        format!(
-            "{} scale grows from {} to {} ({} times) from step {}, largest value {}{loss}: \
-             exploding {}s; lower the learning rate or clip gradients",
-            cx.role,
-            sci(start),
-            sci(peak),
-            sci(growth),
-            cx.steps[first],
-            sci(max_abs),
-            noun(cx.role)
-        ),
-    ))
-}
-
-fn collapsed(cx: &Context<'_>) -> Option<Finding> {
-    let valued = cx.valued();
-    let mut peak: f64 = 0.0;
-    let flags: Vec<bool> = valued
-        .iter()
-        .map(|&i| {
-            let p = &cx.profiles[i];
-            let collapsed = p.count > 1.0 && peak > 0.0 && p.std < COLLAPSED_VS_PEAK * peak;
-            peak = peak.max(p.std);
-            collapsed
-        })
-        .collect();
-    let (a, b) = sustained(&flags)?;
-    if b != valued.len() - 1 {
-        return None;
-    }
-    let (first, last) = (valued[a], valued[b]);
-    let spread = cx.profiles[last].std;
-    let peak = valued[..a]
-        .iter()
-        .map(|&i| cx.profiles[i].std)
-        .fold(0.0, f64::max);
-    Some(cx.finding(
-        Kind::Collapsed,
-        (first, last),
-        Severity::Warning,
-        &[
-            ("spread", spread),
-            ("peak_spread", peak),
-            ("ratio", spread / peak),
-        ],
-        format!(
-            "spread shrinks from {} to {} by step {}: the {}s collapsed to almost one value; \
-             look for too strong weight decay or a too high learning rate",
-            sci(peak),
-            sci(spread),
-            cx.steps[first],
-            noun(cx.role)
         ),
     ))
 }

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::loss_curve::LossCurve;
 use super::optimizer::OptimizerKind;
 use super::roles::{layer_kind, tensor_name, LayerKind};
 use super::rules::median;
@@ -20,6 +21,8 @@ pub(super) struct RunSummary {
     pub interval: Option<f64>,
     /// Evidence from the run's losses that its values explode.
     pub loss: Option<LossEvidence>,
+    /// The run's main loss (see [`LossCurve::main`]).
+    pub loss_curve: Option<LossCurve>,
     /// The first NaN or infinite scalar of the run: its tag and step.
     pub nonfinite_scalar: Option<(String, i64)>,
     /// How the run's optimizer steps, where `watch` noted it and its kind is known.
@@ -48,7 +51,8 @@ impl RunSummary {
         RunSummary {
             last_step: evidence.last_step().unwrap_or(i64::MIN),
             interval: None,
-            loss: run_loss_evidence(scalars),
+            loss: run_loss_evidence(scalars.clone()),
+            loss_curve: LossCurve::main(scalars),
             nonfinite_scalar,
             optimizer: OptimizerKind::of(&evidence.optimizer),
             gradient_top: HashMap::new(),

@@ -25,6 +25,10 @@ pub(super) struct LossEvidence {
     pub from_step: i64,
     /// The first step with a NaN or infinite value, if any.
     pub nonfinite_step: Option<i64>,
+    /// Whether it is still up at its end: its last value NaN or infinite, or its last
+    /// `LOSS_RISE_VALUES` values all risen. A loss whose rises were spikes it came back
+    /// from is not, nor one whose last value alone spiked (the end of a prefix).
+    pub still_up: bool,
 }
 
 impl LossEvidence {
@@ -53,6 +57,14 @@ impl LossEvidence {
             .find(|(_, v)| !v.is_finite())
             .map(|(&s, _)| s);
         let rose = (risen.len() >= LOSS_RISE_VALUES).then(|| risen[0]);
+        let n = series.values.len();
+        let tail = &series.values[n.saturating_sub(LOSS_RISE_VALUES)..];
+        let still_up = series.values.last().is_some_and(|v| !v.is_finite())
+            || (rose.is_some()
+                && tail.len() == LOSS_RISE_VALUES
+                && tail
+                    .iter()
+                    .all(|&v| !v.is_finite() || v >= LOSS_RISE * early));
         let from_step = match (rose, nonfinite_step) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,
@@ -63,6 +75,7 @@ impl LossEvidence {
             peak,
             from_step,
             nonfinite_step,
+            still_up,
         })
     }
 
@@ -196,6 +209,16 @@ mod tests {
         let nan = LossEvidence::of(&series("loss", &[1.4, 1.3, f64::NAN, f64::NAN])).unwrap();
         assert_eq!((nan.from_step, nan.nonfinite_step), (2, Some(2)));
         assert_eq!(nan.cited(), "loss turns NaN or infinite at step 2");
+    }
+
+    #[test]
+    fn a_loss_is_still_up_unless_its_rises_were_spikes() {
+        let up = |values: &[f64]| LossEvidence::of(&series("loss", values)).map(|e| e.still_up);
+        assert_eq!(up(&[1.3, 1.2, 2.0, 9.0, 13.0, 14.0]), Some(true));
+        assert_eq!(up(&[1.4, 1.3, f64::NAN, f64::NAN]), Some(true));
+        // Spikes it came back from, and a prefix that ends at one, rose but are not up.
+        assert_eq!(up(&[1.4, 2e4, 1.2, 2e4, 1.1]), Some(false));
+        assert_eq!(up(&[1.4, 2e4, 1.2, 2e4]), Some(false));
     }
 
     #[test]

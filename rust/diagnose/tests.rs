@@ -8,7 +8,7 @@ use crate::logdir::evidence::ScalarSeries;
 
 /// A series of `steps.len()` steps, each a normal-like spread of `scale`
 /// (two point buckets at ±scale) and no stored stats.
-fn series(run: &str, tag: &str, steps: &[i64], scales: &[f64]) -> Series {
+pub(super) fn series(run: &str, tag: &str, steps: &[i64], scales: &[f64]) -> Series {
     let mut s = Series {
         run: run.into(),
         tag: tag.into(),
@@ -26,25 +26,30 @@ fn series(run: &str, tag: &str, steps: &[i64], scales: &[f64]) -> Series {
     s
 }
 
-fn run_rules(all: &[Series], options: &Options) -> Vec<Finding> {
+pub(super) fn run_rules(all: &[Series], options: &Options) -> Vec<Finding> {
     run_with(all, &Evidence::new(), options)
 }
 
-fn run_with(all: &[Series], evidence: &Evidence, options: &Options) -> Vec<Finding> {
+pub(super) fn run_with(all: &[Series], evidence: &Evidence, options: &Options) -> Vec<Finding> {
     let views: Vec<SeriesView<'_>> = all.iter().map(SeriesView::from).collect();
     let checked = diagnose_checked(&views, evidence, options).unwrap();
     assert_eq!(checked, diagnose_loaded(all, evidence, options));
+    // No finding is ever more severe than its kind's worst (what stop_on stops at).
+    assert!(
+        checked.iter().all(|f| f.severity <= f.kind.worst()),
+        "{checked:?}"
+    );
     checked
 }
 
-fn kinds(findings: &[Finding]) -> Vec<(&str, Kind, Severity)> {
+pub(super) fn kinds(findings: &[Finding]) -> Vec<(&str, Kind, Severity)> {
     findings
         .iter()
         .map(|f| (f.key.as_str(), f.kind, f.severity))
         .collect()
 }
 
-const STEPS: [i64; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+pub(super) const STEPS: [i64; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 #[test]
 fn steady_series_have_no_findings() {
@@ -208,7 +213,7 @@ fn the_vocabularies_keep_the_python_apis_order() {
 }
 
 /// A run's evidence: scalars logged at steps 0, 1, 2... and the optimizer's classes.
-fn evidence(run: &str, scalars: &[(&str, Vec<f64>)], optimizer: &[&str]) -> Evidence {
+pub(super) fn evidence(run: &str, scalars: &[(&str, Vec<f64>)], optimizer: &[&str]) -> Evidence {
     let scalars = scalars
         .iter()
         .map(|(tag, values)| ScalarSeries {

@@ -93,9 +93,7 @@ impl RunEvidence {
                         tag: tag.clone(),
                         ..Default::default()
                     });
-                    series.purge_from(*step);
-                    series.steps.push(*step);
-                    series.values.push(*value);
+                    series.push(*step, *value);
                 }
                 Mark::Start { step } => scalars.values_mut().for_each(|s| s.purge_from(*step)),
                 Mark::Optimizer(classes) => optimizer.clone_from(classes),
@@ -118,6 +116,13 @@ impl RunEvidence {
 }
 
 impl ScalarSeries {
+    /// Appends a value after the restart rule: those at `step` or later are dropped first.
+    pub fn push(&mut self, step: i64, value: f64) {
+        self.purge_from(step);
+        self.steps.push(step);
+        self.values.push(value);
+    }
+
     /// Drops the values at `step` or later: a restart logs them again.
     fn purge_from(&mut self, step: i64) {
         let keep = self.steps.partition_point(|&s| s < step);

@@ -165,6 +165,13 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CHART_BINS", CHART_BINS)?;
     m.add("CHART_STEPS", CHART_STEPS)?;
     m.add("KINDS", Kind::ALL.map(Kind::name).to_vec())?;
+    let worst: Vec<(&str, &str)> = Kind::ALL.map(|k| (k.name(), k.worst().name())).to_vec();
+    m.add(
+        "WORST_SEVERITIES",
+        worst
+            .into_iter()
+            .collect::<std::collections::HashMap<_, _>>(),
+    )?;
     m.add("ROLES", Role::NAMES.to_vec())?;
     m.add("SEVERITIES", Severity::ALL.map(Severity::name).to_vec())?;
     records::register(m)?;

@@ -9,16 +9,16 @@ use pyo3::prelude::*;
 
 use super::binning::bin_values;
 use super::binning_batch::BinnedBatch;
+use super::diagnose::{py_findings, FindingRecord};
 use super::records::StatsRecord;
+use crate::diagnose::{Alert, LiveDiagnosis, Options};
 use crate::histograms::float16::HalfFloat;
 use crate::histograms::stats::Stats;
 use crate::read::metric_layout::MetricLayout;
 use crate::read::optimizer_note::OptimizerNote;
-use crate::write::binned::{binned_event, write_step, BinnedError};
-use crate::write::event_writer::{
-    histogram_event, layout_event, optimizer_event, scalar_event, EventWriter, HistogramRecord,
-    WriteError,
-};
+use crate::write::binned::BinnedError;
+use crate::write::diagnosed::DiagnosedWriter;
+use crate::write::event_writer::{layout_event, EventWriter, HistogramRecord, WriteError};
 
 impl From<WriteError> for PyErr {
     fn from(e: WriteError) -> PyErr {
@@ -38,10 +38,19 @@ impl From<BinnedError> for PyErr {
     }
 }
 
+/// An alert of the run's live diagnosis: the finding, and the step it was found at.
+#[pyclass(frozen, get_all, module = "histoscope._core")]
+pub struct AlertRecord {
+    step: i64,
+    finding: Py<FindingRecord>,
+}
+
 /// A new events file in a run's folder; every call releases the GIL while it writes.
 #[pyclass(module = "histoscope._core")]
 pub struct EventFileWriter {
-    writer: Mutex<Option<EventWriter>>,
+    writer: Mutex<Option<DiagnosedWriter>>,
+    /// The live diagnosis once the file is closed: its findings outlive the file.
+    closed_live: Mutex<Option<LiveDiagnosis>>,
     path: PathBuf,
 }
 
@@ -50,24 +59,44 @@ impl EventFileWriter {
         PyValueError::new_err(format!("{} is closed", self.path.display()))
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut EventWriter) -> Result<T, WriteError>) -> PyResult<T> {
-        let mut guard = self
-            .writer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    fn with<T, E: Into<PyErr>>(
+        &self,
+        f: impl FnOnce(&mut DiagnosedWriter) -> Result<T, E>,
+    ) -> PyResult<T> {
+        let mut guard = lock(&self.writer);
         let writer = guard.as_mut().ok_or_else(|| self.closed())?;
-        Ok(f(writer)?)
+        f(writer).map_err(Into::into)
+    }
+
+    fn live<T>(&self, f: impl FnOnce(&mut LiveDiagnosis) -> T) -> Option<T> {
+        let mut open = lock(&self.writer);
+        if let Some(writer) = open.as_mut() {
+            return writer.live.as_mut().map(f);
+        }
+        drop(open);
+        lock(&self.closed_live).as_mut().map(f)
     }
 }
 
 #[pymethods]
 impl EventFileWriter {
+    /// With `diagnosed_as`, every value written is also diagnosed live, its
+    /// findings naming the run so.
     #[new]
-    fn new(py: Python<'_>, dir: PathBuf, wall_time: f64, host: String) -> PyResult<Self> {
-        let writer = py.detach(|| EventWriter::create(&dir, wall_time, &host))?;
-        let path = writer.path().to_path_buf();
+    #[pyo3(signature = (dir, wall_time, host, diagnosed_as=None))]
+    fn new(
+        py: Python<'_>,
+        dir: PathBuf,
+        wall_time: f64,
+        host: String,
+        diagnosed_as: Option<String>,
+    ) -> PyResult<Self> {
+        let file = py.detach(|| EventWriter::create(&dir, wall_time, &host))?;
+        let path = file.path().to_path_buf();
+        let live = diagnosed_as.map(|run| LiveDiagnosis::new(&run, Options::default()));
         Ok(EventFileWriter {
-            writer: Mutex::new(Some(writer)),
+            writer: Mutex::new(Some(DiagnosedWriter { file, live })),
+            closed_live: Mutex::new(None),
             path,
         })
     }
@@ -101,8 +130,7 @@ impl EventFileWriter {
                 counts: &counts,
                 stats: Stats::from(stats),
             };
-            let event = histogram_event(&record)?;
-            self.with(|w| w.write(&event))
+            self.with(|w| w.histogram(&record))
         })
     }
 
@@ -115,20 +143,7 @@ impl EventFileWriter {
         wall_time: f64,
         batch: &BinnedBatch,
     ) -> PyResult<()> {
-        py.detach(|| {
-            let mut guard = self
-                .writer
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let writer = guard.as_mut().ok_or_else(|| self.closed())?;
-            Ok(write_step(
-                writer,
-                step,
-                wall_time,
-                &tags,
-                &batch.histograms,
-            )?)
-        })
+        py.detach(|| self.with(|w| w.step(step, wall_time, &tags, &batch.histograms)))
     }
 
     /// Bins `values` as `histogram` does (same arguments) and writes the
@@ -149,10 +164,7 @@ impl EventFileWriter {
         encoding: Option<HalfFloat>,
     ) -> PyResult<()> {
         let h = bin_values(py, values, bins, edges, range, weights, encoding)?;
-        py.detach(|| {
-            let event = binned_event(tag, step, wall_time, &h)?;
-            self.with(|w| w.write(&event))
-        })
+        py.detach(|| self.with(|w| w.binned(tag, step, wall_time, &h)))
     }
 
     /// Writes one scalar, as TensorBoard's scalars dashboard reads it.
@@ -164,7 +176,7 @@ impl EventFileWriter {
         wall_time: f64,
         value: f32,
     ) -> PyResult<()> {
-        py.detach(|| self.with(|w| w.write(&scalar_event(tag, step, wall_time, value))))
+        py.detach(|| self.with(|w| w.scalar(tag, step, wall_time, value)))
     }
 
     /// Declares the section and visibility of the keys matching `pattern` (`Run.define_metric`).
@@ -181,7 +193,7 @@ impl EventFileWriter {
             section,
             hidden,
         };
-        py.detach(|| self.with(|w| w.write(&layout_event(&declared, wall_time))))
+        py.detach(|| self.with(|w| w.file.write(&layout_event(&declared, wall_time))))
     }
 
     /// Notes the optimizer the run trains with: its class and those it derives
@@ -193,29 +205,62 @@ impl EventFileWriter {
         wall_time: f64,
     ) -> PyResult<()> {
         let note = OptimizerNote { classes };
-        py.detach(|| self.with(|w| w.write(&optimizer_event(&note, wall_time))))
+        py.detach(|| self.with(|w| w.optimizer(note, wall_time)))
     }
 
     /// Pushes every record written so far to the operating system.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.with(EventWriter::flush))
+        py.detach(|| self.with(|w| w.file.flush()))
     }
 
     /// Flushes and closes the file; later writes raise `ValueError`.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| {
-            let mut guard = self
-                .writer
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match guard.take() {
-                Some(mut writer) => writer.flush().map_err(PyErr::from),
-                None => Ok(()),
+            let Some(mut writer) = lock(&self.writer).take() else {
+                return Ok(());
+            };
+            if let Some(mut live) = writer.live.take() {
+                live.conclude();
+                *lock(&self.closed_live) = Some(live);
             }
+            writer.file.flush().map_err(PyErr::from)
         })
+    }
+
+    /// Judges what was written so far as complete (the writer has caught up); a no-op
+    /// without live diagnosis.
+    fn settle(&self, py: Python<'_>) {
+        py.detach(|| self.live(LiveDiagnosis::settle));
+    }
+
+    /// The alerts found since the last call, oldest first.
+    fn take_alerts(&self, py: Python<'_>) -> PyResult<Vec<AlertRecord>> {
+        let alerts = py.detach(|| self.live(LiveDiagnosis::take_alerts));
+        alerts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|Alert { step, finding }| {
+                let finding = Py::new(py, FindingRecord::from(finding))?;
+                Ok(AlertRecord { step, finding })
+            })
+            .collect()
+    }
+
+    /// The run's findings up to the last complete step (empty without live diagnosis).
+    fn live_findings(&self, py: Python<'_>) -> PyResult<Vec<Py<FindingRecord>>> {
+        let findings = py.detach(|| self.live(|live| live.findings().to_vec()));
+        py_findings(py, findings.unwrap_or_default())
     }
 }
 
+/// The guarded value, even if a thread panicked holding it: a write either happened or not.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<EventFileWriter>()
+    m.add_class::<EventFileWriter>()?;
+    m.add_class::<AlertRecord>()
 }

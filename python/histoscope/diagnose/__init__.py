@@ -4,9 +4,11 @@ run in Rust).
 `diagnose` reads a log directory (or takes histograms already loaded) and
 returns one `Finding` per problem: vanishing or exploding gradients, NaN or
 infinite values, dead ReLUs, saturated tanh or sigmoid units, and weights or
-activations that collapsed to a point. A log directory's scalars are evidence
-too: a NaN loss, a loss that diverged, a series that stops while the run goes
-on; and so is the optimizer `watch` noted. ``docs/diagnosis.md`` lists each
+activations that collapsed to a point or decayed far below their start. A log
+directory's scalars are evidence too: a NaN loss, a loss that diverged, a
+series that stops while the run goes on, a loss that came back after a spike
+(an ``info``, as gradient clipping's healed spikes are) or never improved; and
+so is the optimizer `watch` noted. ``docs/diagnosis.md`` lists each
 rule, its threshold and why, and how they do on a zoo of trainings they were
 not tuned on.
 """

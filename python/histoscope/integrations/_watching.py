@@ -14,18 +14,23 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import _args
+from ..write.alerts import Alert, AlertPolicy, stops_training
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
-from ..write.run import Run, init
+from ..write.run import Run
+from ..write.session import init
 from ..write.watch import NO_SINK, Watch
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Watching", "WatchingCallback"]
+__all__ = ["Watching", "WatchingCallback", "any_rank"]
+
+_log = logging.getLogger("histoscope")
 
 
 class Watching:
@@ -39,6 +44,7 @@ class Watching:
         *,
         every: int | None,
         options: WatchOptions,
+        stop_on: Sequence[str] | None = None,
     ) -> None:
         self.run = run
         self.project = project
@@ -46,6 +52,11 @@ class Watching:
         self.options = options
         self.watch: Watch | None = None
         self.owns_run = False
+        self.stop_on = None if stop_on is None else AlertPolicy("raise", stop_on).stops_on
+        #: The first alert of a kind in ``stop_on``, on the rank that writes.
+        self.problem: Alert | None = None
+        self._listened: Run | None = None
+        self.captured = False
 
     def start(
         self,
@@ -69,12 +80,45 @@ class Watching:
             return
         if self.run is None:
             self.run, self.owns_run = init(self.project, dir=dir), True
+        self.listen()
         self.watch = Watch(self.run, model, options, backward_hooks=False)
+
+    def listen(self) -> None:
+        """Notes the run's first alert of a kind in ``stop_on`` (once the run is known)."""
+        if self.stop_on is None or self.run is None or self._listened is self.run:
+            return
+        self.run.on_alert(self._noted)
+        self._listened = self.run
+
+    def stop_requested(self, agree: Callable[[bool], bool] | None = None) -> bool:
+        """After a training step: whether to stop the trainer, as every rank agrees
+        (``agree``, by default `any_rank`), with the finding in the log."""
+        if self.stop_on is None:
+            return False
+        if self.run is not None and not self.run.closed:
+            # A step captured since the last look is judged first: the stop comes after it.
+            captured, self.captured = self.captured, False
+            if captured:
+                self.run.flush()
+            else:
+                self.run.check_alerts()
+        stop = (agree or any_rank)(self.problem is not None)
+        if stop:
+            found = self.problem
+            why = found.describe() if found else "the rank that writes found a problem"
+            _log.warning("histoscope: stopping the training after this step (stop_on): %s", why)
+        return stop
 
     def capture_if_due(self) -> None:
         """Captures the model if this is a logging step: just before an optimizer step."""
         if self.watch is not None and self.watch.due():
             self.watch.capture()
+            self.captured = True
+
+    def _noted(self, alert: Alert) -> None:
+        if self.problem is None and self.stop_on is not None:
+            if stops_training(alert, self.stop_on):
+                self.problem = alert
 
     def stop(self) -> None:
         """Takes the watch off, and finishes the run if it was started here."""
@@ -106,6 +150,7 @@ class WatchingCallback:
         activations: bool = False,
         spectral: bool = False,
         spectral_every: int | None = None,
+        stop_on: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         options = WatchOptions(
@@ -117,9 +162,25 @@ class WatchingCallback:
             spectral_every=spectral_every,
         )
         project = self.default_project if project is None else project
-        self._watching = Watching(run, project, every=every, options=options)
+        self._watching = Watching(run, project, every=every, options=options, stop_on=stop_on)
 
     @property
     def run(self) -> Run | None:
         """The run logged to: the one given, or the one started for training (None until then)."""
         return self._watching.run
+
+
+def any_rank(flag: bool) -> bool:
+    """Whether ``flag`` holds on any rank of ``torch.distributed`` (``flag`` itself outside it):
+    one all-reduce, so every rank must call it at the same point."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return flag
+    import torch
+
+    on_gpu = dist.get_backend() == "nccl"
+    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+    votes = torch.tensor([int(flag)], device=device)
+    dist.all_reduce(votes, op=dist.ReduceOp.MAX)
+    return bool(votes.item())

@@ -60,7 +60,8 @@ from ..errors import UnloggedWarning, UnsupportedTrainingError
 from ..write.histogram import Histogram
 from ..write.jax_device import bin_jax_arrays
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
-from ..write.run import Run, init
+from ..write.run import Run
+from ..write.session import init
 from ._keras_taps import JaxTap, TensorFlowTap, TorchTap
 from ._watching import WatchingCallback
 
@@ -79,7 +80,10 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
     ``"all"``, every ``every`` batches, in ``bins`` equal bins; ``filter``
     keeps the tensors whose name (``dense_1/kernel``, ``dense_1``) a regular
     expression matches, or for which ``filter(name, tensor)`` is true;
-    ``activations=True`` adds each leaf layer's output.
+    ``activations=True`` adds each leaf layer's output. With ``stop_on``
+    (kinds of finding, such as ``("nonfinite", "exploding")``), the run's
+    first alert of one of those kinds stops ``fit`` after the current batch
+    (``model.stop_training``) and says why in the log.
 
     Example:
         >>> import tempfile, numpy as np, keras, histoscope as hs
@@ -111,6 +115,7 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
         filter: Filter = None,
         bins: int = DEFAULT_BINS,
         activations: bool = False,
+        stop_on: Sequence[str] | None = None,
     ) -> None:
         super().__init__(
             run,
@@ -120,8 +125,10 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
             filter=filter,
             bins=bins,
             activations=activations,
+            stop_on=stop_on,
         )
         self._capture: _Capture | None = None
+        self._every = every
         self._lock = threading.Lock()
         self._warned: set[str] = set()
 
@@ -130,15 +137,24 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
         watching = self._watching
         if watching.run is None:
             watching.run, watching.owns_run = init(watching.project), True
+        watching.listen()
         if self._capture is not None:
             self._capture.remove()
         model = self.model
         every = watching.every if watching.every is not None else 100
+        self._every = every
         self._capture = _Capture(model, self._tap(model, every), watching.options)
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         if self._capture is not None and isinstance(self._capture.tap, TensorFlowTap):
             self._capture.tap.poll()
+        watching = self._watching
+        if watching.stop_on is not None and self._capture is not None:
+            # The batch's step is one before the optimizer's count now: was it logged?
+            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1
+            watching.captured = step % self._every == 0
+        if watching.stop_requested():
+            self.model.stop_training = True
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         run = self._watching.run

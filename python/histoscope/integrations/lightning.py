@@ -31,6 +31,12 @@ class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unuse
     finished with the fit. ``every`` defaults to the trainer's
     ``log_every_n_steps``. Only the global rank 0 logs.
 
+    With ``stop_on`` (kinds of finding, such as ``("nonfinite", "exploding")``),
+    the run's first alert of one of those kinds stops the fit after the
+    current batch, as Lightning's own callbacks do (``trainer.should_stop``,
+    agreed by every rank through the strategy), and says why in the log.
+    Without it, alerts are only warned (see `histoscope.init`).
+
     Example:
         >>> from histoscope.integrations.lightning import HistoscopeCallback
         >>> trainer = L.Trainer(callbacks=[HistoscopeCallback(log="all")])  # doctest: +SKIP
@@ -52,6 +58,13 @@ class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unuse
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         self._watching.capture_if_due()
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        agree = lambda stop: bool(trainer.strategy.reduce_boolean_decision(stop, all=False))  # noqa: E731
+        if self._watching.stop_requested(agree):
+            trainer.should_stop = True
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":

@@ -31,6 +31,11 @@ class HistoscopeCallback(WatchingCallback, TrainerCallback):  # type: ignore[mis
     with the training. ``every`` defaults to ``args.logging_steps``. Only the
     main process logs.
 
+    With ``stop_on`` (kinds of finding, such as ``("nonfinite", "exploding")``),
+    the run's first alert of one of those kinds stops the training after the
+    current step (``control.should_training_stop``, agreed by every process)
+    and says why in the log. Without it, alerts are only warned.
+
     Example:
         >>> from histoscope.integrations.transformers import HistoscopeCallback
         >>> trainer = Trainer(model, args, train_dataset=data,  # doctest: +SKIP
@@ -59,6 +64,10 @@ class HistoscopeCallback(WatchingCallback, TrainerCallback):  # type: ignore[mis
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._watching.capture_if_due()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._watching.stop_requested():
+            control.should_training_stop = True
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any

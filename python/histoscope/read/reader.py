@@ -79,7 +79,7 @@ def read_tensorboard_histograms(
     Charts come in the order of ``tags`` (default: sorted), then of runs.
     ``logdir`` and ``storage_options`` are as for `load_histograms`: several log
     directories, glob patterns and fsspec URLs are read too. ``bins`` is at most
-    ``histoscope._core.MAX_BINS`` (512), the limit logging has too.
+    ``histoscope._core.MAX_BINS``, the limit logging has too.
 
     Example:
         >>> import histoscope

@@ -38,10 +38,12 @@ __all__ = [
     "buckets",
     "card",
     "compare",
+    "comparison_of",
     "encode",
     "overview",
     "overview_value",
     "ranking",
+    "ranking_of",
     "runs",
     "series",
     "tags",
@@ -435,10 +437,15 @@ def ranking(index: LogdirIndex, query: Query) -> dict[str, Any]:
     by = query.get("by", "absmax_last")
     if by not in RANKINGS:
         raise RequestError(f"by must be one of {', '.join(RANKINGS)}, got {by!r}")
-    values = {tag: _ranked_value(by, series.view) for tag, series in chosen[0].series.items()}
+    return ranking_of(chosen[0], by)
+
+
+def ranking_of(run: RunIndex, by: str) -> dict[str, Any]:
+    """The answer of `ranking` for ``run`` (the report embeds it for every run and ``by``)."""
+    values = {tag: _ranked_value(by, series.view) for tag, series in run.series.items()}
     order = sorted(values, key=lambda tag: (not np.isfinite(values[tag]), -values[tag], tag))
     ordered = [_finite(values[tag]) for tag in order]
-    return {"run": chosen[0].name, "by": by, "keys": order, "values": ordered}
+    return {"run": run.name, "by": by, "keys": order, "values": ordered}
 
 
 def _ranked_value(by: str, view: SeriesView) -> float:
@@ -467,9 +474,17 @@ def compare(index: LogdirIndex, query: Query) -> dict[str, Any]:
     if first is second and step_a == step_b:
         raise RequestError("to compare a run with itself, give two different steps")
     try:
-        found = first.compare(second, step_a, step_b)
+        return comparison_of(first, second, step_a, step_b)
     except (OSError, ValueError) as error:
         raise RequestError(str(error)) from error
+
+
+def comparison_of(
+    first: RunIndex, second: RunIndex, step_a: int | None = None, step_b: int | None = None
+) -> dict[str, Any]:
+    """The answer of `compare` for two runs (the report embeds it for each pair); raises
+    OSError or ValueError where a file went away or changed."""
+    found = first.compare(second, step_a, step_b)
     figures = (
         "wasserstein", "scaled", "ks", "mean_shift", "std_change", "nonfinite_a", "nonfinite_b"
     )  # fmt: skip

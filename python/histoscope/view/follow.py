@@ -298,6 +298,12 @@ class LogdirIndex:
         with self._lock:
             return name in self._background
 
+    def forget(self, name: str) -> None:
+        """Drops what was read of the run ``name``: a later `run` reads it again."""
+        with self._lock:
+            self._runs.pop(name, None)
+            self._read_at.pop(name, None)
+
     def started(self, name: str) -> RunIndex | None:
         """The run called ``name`` if a read of it has started, as it stands: nothing is read."""
         with self._lock:

@@ -9,6 +9,10 @@ data is gzip-compressed JSON in base64, unpacked by the browser's own
 ``DecompressionStream``. The file makes no network request, so it opens
 from ``file://`` and can be mailed or archived: a replacement for tensorboard.dev.
 
+The keys can be sorted by a statistic and runs compared, as in the viewer: each
+run's rankings and, for the first eight runs, every pair's comparison are
+embedded, exact from the buckets (`report_orders`; local directories only).
+
 The log directory is read twice, a few runs at a time, so that memory follows
 its largest run: the first read diagnoses each run and keeps the kept steps'
 statistics and the span of their buckets; the second, once every key's span is
@@ -40,6 +44,7 @@ from ..progress import Counted, each_counted
 from ..read.reader import HistogramSeries, _warn_missing
 from ..read.spool import SpooledRuns, is_url, remote_logdir
 from .page import MODULES, asset_text, bundle, vocabulary_script
+from .report_orders import report_orders
 from .spectral import SpectralTrends
 
 __all__ = ["build_report", "bundle", "write_report"]
@@ -181,10 +186,14 @@ def _data(
         for run in each_counted(again, counted, progress, "report: binning"):
             gathered.rebin(run)
     cards = gathered.cards_by_key()
+    runs_found = sorted(gathered.steps)
+    # Rankings and comparisons read the runs' indexes again: local directories only.
+    orders = report_orders(logdir, runs_found) if remote is None and runs_found else None
     # A spectrum's α and stable rank over steps, as the viewer draws them (local only).
     spectral = None if remote is not None else SpectralTrends(logdir, 0.0).embedded(names)
     return {
-        "runs": sorted(gathered.steps),
+        "orders": orders,
+        "runs": runs_found,
         "tags": [{"tag": tag, "runs": list(card["runs"])} for tag, card in cards.items()],
         "layout": layout,
         "steps": {run: sorted(found) for run, found in sorted(gathered.steps.items())},

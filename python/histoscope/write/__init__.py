@@ -14,11 +14,14 @@ Example:
 
 from __future__ import annotations
 
+from .alerts import Alert
 from .histogram import Histogram
-from .run import Run, finish, init, log, log_tree, watch
+from .run import Run
+from .session import finish, init, log, log_tree, watch
 from .spectrum import Spectrum, spectrum
 
 __all__ = [
+    "Alert",
     "Histogram",
     "Run",
     "Spectrum",

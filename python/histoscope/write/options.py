@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypedDict, Union
 
 from .. import _args, _core
+from .alerts import AlertPolicy, Alerts
 
 __all__ = [
     "DEFAULT_BINS",
@@ -77,6 +78,8 @@ class WatchOptions:
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     spectral: bool = False
     spectral_every: int | None = None
+    alerts: Alerts | None = None
+    stop_on: Sequence[str] | None = None
     _keep: Callable[[str, Any], bool] | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False
     )
@@ -96,6 +99,8 @@ class WatchOptions:
         if self.step is not None and not callable(self.step):
             raise TypeError(f"step must be None or a function returning an int, got {self.step!r}")
         object.__setattr__(self, "_keep", _compile(self.filter))
+        if self.alerts is not None or self.stop_on is not None:
+            AlertPolicy("warn" if self.alerts is None else self.alerts, self.stop_on)
 
     def keeps(self, name: str, tensor: Any) -> bool:
         """Whether the filter keeps the tensor ``name``."""
@@ -131,6 +136,8 @@ class WatchArguments(TypedDict, total=False):
     timeout: float
     spectral: bool
     spectral_every: int | None
+    alerts: Alerts | None
+    stop_on: Sequence[str] | None
 
 
 def _compile(filter: Filter) -> Callable[[str, Any], bool] | None:

@@ -1,4 +1,5 @@
-"""Logging runs: `init`, `Run.watch`, `Run.add_histogram`, `Run.log`, as TensorBoard events files.
+"""Logging runs: `Run.watch`, `Run.add_histogram`, `Run.log`, as TensorBoard events files
+(`session.init` starts one).
 
 The caller's thread only checks arguments and takes a snapshot of the values;
 binning and writing happen on one background Python thread per run, which
@@ -14,23 +15,23 @@ it. `Run.finish` waits a bounded time and says what was not written.
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _args, _core
+from ..diagnose import Finding
+from .alerts import Alert, AlertPolicy, Alerts, RunAlerts
 from .histogram import Histogram, prepare_weights
 from .loggable import loggable, snapshot_nbytes
 from .optimizer import optimizer_classes
 from .options import DEFAULT_BINS, WatchOptions
-from .run_names import new_run_name
 from .spectrum import log_spectrum as _log_spectrum
 from .tree import log_tree as _log_tree
-from .watch import NO_SINK, Watch, unwrap, writes_here
+from .watch import Watch, unwrap
 from .writer import Backlog, Flush, ReadyBatch, ReadyHistogram, Scalar, Snapshot, Writer
 
 if TYPE_CHECKING:
@@ -38,28 +39,15 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .options import WatchArguments
-    from .tree import TreeArguments
 
-__all__ = [
-    "ON_FULL_CHOICES",
-    "Backlog",
-    "Run",
-    "current_run",
-    "finish",
-    "init",
-    "log",
-    "log_tree",
-    "watch",
-]
+__all__ = ["ON_FULL_CHOICES", "Backlog", "Run"]
 
-DEFAULT_DIR = "histoscope-logs"
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
 FINISH_TIMEOUT_SECONDS = 120.0
 ON_FULL_CHOICES = ("wait", "drop")
 _POLL_SECONDS = 0.5
 
 _open_runs: weakref.WeakSet[Run] = weakref.WeakSet()
-_current: Run | None = None
 
 
 class Run:
@@ -85,15 +73,23 @@ class Run:
         *,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         on_full: str = "wait",
+        alerts: Alerts = "warn",
+        stop_on: Sequence[str] | None = None,
     ) -> None:
         self.project = project
         self.name = run_name
         self.dir = dir
         self.max_pending_bytes = max_pending_bytes
         self.on_full = on_full
+        policy = AlertPolicy(alerts, stop_on)
         self._writer = Writer(
-            dir, f"{project}/{run_name}", max_pending_bytes=max_pending_bytes, on_full=on_full
+            dir,
+            f"{project}/{run_name}",
+            max_pending_bytes=max_pending_bytes,
+            on_full=on_full,
+            diagnosed=policy.live,
         )
+        self._alerts = RunAlerts(policy, self._writer.alerts, policy.live)
         self._last_step: dict[str, int] = {}
         self._watches: list[Watch] = []
         _open_runs.add(self)
@@ -154,7 +150,10 @@ class Run:
             raise RuntimeError(
                 f"run {self.project}/{self.name} is finished; start another with init()"
             )
-        watch = Watch(self, model, WatchOptions(**options))
+        checked = WatchOptions(**options)
+        if checked.alerts is not None or checked.stop_on is not None:
+            self._alerts.replace(checked.alerts, checked.stop_on)
+        watch = Watch(self, model, checked)
         self._watches.append(watch)
         return watch
 
@@ -201,6 +200,7 @@ class Run:
             >>> hs.load_histograms(run.path)["grads/fc"]["."].buckets[0].shape
             (80, 3)
         """
+        self._alerts.deliver()
         key = _args.key(key)
         checked_bins = _args.bins_or_edges(bins)
         checked_range = _args.value_range(range, checked_bins)
@@ -246,6 +246,7 @@ class Run:
             raise TypeError(
                 f"data must be a dict of key -> Histogram or number, got {type(data).__name__}"
             )
+        self._alerts.deliver()
         wall_time = time.time()
         items = [(_args.key(key), loggable(key, value)) for key, value in data.items()]
         if step is not None:
@@ -271,6 +272,8 @@ class Run:
             >>> sorted(hs.load_histograms(run.path))
             ['a', 'b']
         """
+        # A watch logs from inside the backward pass: nothing is raised there.
+        self._alerts.deliver(can_raise=False)
         if len(keys) != len(batch):
             raise ValueError(f"{len(keys)} keys for {len(batch)} histograms; give one key each")
         step = _args.whole_number(step, "step", minimum=0)
@@ -335,6 +338,49 @@ class Run:
                     "flush", "the writer thread has stopped; nothing more is written"
                 )
                 return
+        self._alerts.deliver()
+
+    def check_alerts(self) -> None:
+        """Delivers the alerts found so far (see `histoscope.init`'s ``alerts``): warns,
+        calls the handler, or raises `TrainingProblem`. Logging calls and a watched
+        model's forward pass do this; call it where neither happens."""
+        self._alerts.deliver()
+
+    @property
+    def prompt_alerts(self) -> bool:
+        """Whether alerts must come within one logging interval (``alerts="raise"`` or a
+        callable): a watch then waits for the writer to judge each logged step."""
+        alerts = self._alerts.policy.alerts
+        return callable(alerts) or alerts == "raise"
+
+    def on_alert(self, listener: Callable[[Alert], Any]) -> None:
+        """Also hands each alert to ``listener`` when it is delivered, whatever ``alerts`` does."""
+        self._alerts.listeners.append(listener)
+
+    def hold_problems(self) -> None:
+        """Never raises `TrainingProblem` itself: a watch agreeing with other ranks does."""
+        self._alerts.raise_here = False
+
+    def take_problem(self) -> Alert | None:
+        """The alert that should stop the training, if one is held, handed over once."""
+        self._alerts.deliver(can_raise=False)
+        return self._alerts.held.pop(0) if self._alerts.held else None
+
+    def findings(self) -> list[Finding]:
+        """The run's findings so far, by the rules of `histoscope check`, up to the last
+        step written (all of them once finished); empty with ``alerts="off"``.
+
+        Example:
+            >>> import tempfile, numpy as np, histoscope as hs
+            >>> seen = []
+            >>> with hs.init("demo", dir=tempfile.mkdtemp(), alerts=seen.append) as run:
+            ...     for step in range(3):
+            ...         run.add_histogram("activations/relu", np.zeros(100), step=step)
+            ...     run.flush()
+            ...     [f.kind for f in run.findings()], [a.step for a in seen]
+            (['dead'], [0])
+        """
+        return [Finding._of(record) for record in self._writer.file.live_findings()]
 
     def finish(self, timeout: float | None = FINISH_TIMEOUT_SECONDS) -> None:
         """Writes what is pending, flushes and closes the file. Safe to call twice.
@@ -344,15 +390,13 @@ class Run:
         written. Also warns with the number of histograms that
         ``on_full="drop"`` dropped, if any.
         """
-        global _current
         for watch in self._watches:
             watch.remove()
         self._watches = []
         if not self._writer.stop(timeout):
             return
+        self._alerts.finish()
         _open_runs.discard(self)
-        if _current is self:
-            _current = None
         self._writer.report_losses(f"histoscope run {self.project}/{self.name}", self.path, timeout)
 
     def __enter__(self) -> Run:
@@ -371,103 +415,7 @@ class Run:
         return step
 
 
-def init(
-    project: str,
-    run_name: str | None = None,
-    *,
-    dir: str | os.PathLike | None = None,
-    max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
-    on_full: str = "wait",
-) -> Run:
-    """Starts logging a run into ``<dir or ./histoscope-logs>/<project>/<run_name>``.
-
-    Without ``run_name`` a readable one is made up; an existing run name
-    appends a new events file there, as a restart. The run becomes the one
-    `histoscope.write` and `histoscope.watch` write to.
-
-    Snapshots that `Run.add_histogram` took and the writer has not binned
-    yet take at most ``max_pending_bytes`` (256 MiB by default; one larger
-    histogram alone goes through). When they would pass it,
-    ``on_full="wait"`` makes ``add_histogram`` wait for the writer and
-    ``on_full="drop"`` drops that histogram, warns once and counts it; the
-    count is reported by `Run.finish` and `Run.backlog`.
-
-    Example:
-        >>> import histoscope as hs
-        >>> run = hs.init("mnist", run_name="baseline")  # doctest: +SKIP
-        >>> run.dir  # doctest: +SKIP
-        PosixPath('histoscope-logs/mnist/baseline')
-    """
-    global _current
-    project = _args.folder_name(project, "project")
-    if isinstance(max_pending_bytes, bool) or not isinstance(max_pending_bytes, int):
-        raise TypeError(
-            f"max_pending_bytes must be an int > 0, got {type(max_pending_bytes).__name__}"
-        )
-    if max_pending_bytes <= 0:
-        raise ValueError(f"max_pending_bytes must be an int > 0, got {max_pending_bytes}")
-    if on_full not in ON_FULL_CHOICES:
-        raise ValueError(f"on_full must be 'wait' or 'drop', got {on_full!r}")
-    root = Path(DEFAULT_DIR if dir is None else os.fspath(dir)) / project
-    name = new_run_name(root) if run_name is None else _args.folder_name(run_name, "run_name")
-    run = Run(project, name, root / name, max_pending_bytes=max_pending_bytes, on_full=on_full)
-    _current = run
-    return run
-
-
-def current_run() -> Run:
-    """The run `histoscope.init` started last, while it is open.
-
-    Example:
-        >>> import tempfile, histoscope as hs
-        >>> from histoscope.write.run import current_run
-        >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
-        ...     current_run() is run
-        True
-    """
-    return _open_run("use")
-
-
-def log(data: Mapping[str, Any], step: int | None = None) -> None:
-    """Logs to the run `histoscope.init` started last (see `Run.log`)."""
-    _open_run("log to").log(data, step=step)
-
-
-def log_tree(tree: Any, *, step: int, **options: Unpack[TreeArguments]) -> None:
-    """Logs a JAX pytree to the run `histoscope.init` started last (see `Run.log_tree`)."""
-    _open_run("log to").log_tree(tree, step=step, **options)
-
-
-def watch(model: torch.nn.Module, **options: Unpack[WatchArguments]) -> Watch:
-    """Watches ``model`` in the run `histoscope.init` started last (see `Run.watch`,
-    and `Watch` for how its steps line up with yours).
-
-    A rank that writes nothing (not ``rank=``) needs no run: its watch only
-    takes part in merging sharded parameters.
-
-    Example:
-        >>> import histoscope as hs
-        >>> hs.init("mnist")  # doctest: +SKIP
-        >>> hs.watch(model, log="all", every=10)  # doctest: +SKIP
-    """
-    if _current is None and not writes_here(checked := WatchOptions(**options)):
-        return Watch(NO_SINK, model, checked)
-    return _open_run("watch in").watch(model, **options)
-
-
-def finish() -> None:
-    """Finishes the run `histoscope.init` started last, if it is still open."""
-    if _current is not None:
-        _current.finish()
-
-
 @atexit.register
 def _finish_open_runs() -> None:
     for run in list(_open_runs):
         run.finish()
-
-
-def _open_run(doing: str) -> Run:
-    if _current is None:
-        raise RuntimeError(f"no run to {doing}: call histoscope.init(project) first")
-    return _current

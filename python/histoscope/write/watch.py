@@ -50,6 +50,7 @@ from .options import WatchOptions
 from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
 from .spectrum import SpectralCapture
+from .watch_alerts import WatchAlerts
 
 if TYPE_CHECKING:
     import torch
@@ -152,7 +153,9 @@ class Watch:
         if found.spread:
             _check_writer(options)
         self._writes = writes_here(options)
-        self.active = self._writes or self._merge is not None
+        self._alerts = WatchAlerts(sink, options)
+        # Under alerts="raise" every rank counts its steps, to agree on stopping at one.
+        self.active = self._writes or self._merge is not None or self._alerts.agreed
         self._spectra: SpectralCapture | None = None
         if options.spectral and self._writes:
             self._spectra = SpectralCapture(
@@ -179,6 +182,8 @@ class Watch:
                 if name and not any(True for _ in leaf.children()):
                     hook = _outside_compiled_graphs(self._activation_hook(original_name(name)))
                     self._handles.append(leaf.register_forward_hook(hook))
+        if self._alerts.agreed or hasattr(sink, "check_alerts"):
+            self._handles.append(module.register_forward_pre_hook(self._before_forward))
         # A run notes which optimizer steps the model, for `histoscope check`.
         note = getattr(self.sink, "note_optimizer", None)
         if note is not None:
@@ -250,6 +255,7 @@ class Watch:
         self._log(step, keyed, merged)
         if spectra:
             self._log_spectra(step)
+        self._alerts.at_logged_step()
 
     def remove(self) -> None:
         """Takes the hooks off the model; nothing more is logged. Safe to call twice."""
@@ -288,6 +294,18 @@ class Watch:
                 self.capture()
         finally:
             self._count += 1
+
+    def _before_forward(self, module: Any, _inputs: Any) -> None:
+        """Alerts reach the loop at a training forward pass. Inside a graph that
+        ``torch.compile`` traces the hook is nothing (`is_compiling` is constant there),
+        so it adds no guard or graph break; logging calls still deliver them."""
+        import torch
+
+        compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+        if compiling is not None and compiling():
+            return
+        if module.training and torch.is_grad_enabled():
+            self._alerts.before_forward()
 
     def _frozen_forward_ends(self, module: Any, _inputs: Any, _output: Any) -> None:
         """A model with nothing to train has no backward pass: its training forward passes count."""

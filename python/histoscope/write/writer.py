@@ -146,11 +146,24 @@ _COUNTED = (Snapshot, ReadyHistogram, ReadyBatch, Scalar)
 class Writer:
     """The events file of one run and the thread that writes it (see the module's doc)."""
 
-    def __init__(self, dir: str | Path, name: str, *, max_pending_bytes: int, on_full: str) -> None:
+    def __init__(
+        self,
+        dir: str | Path,
+        name: str,
+        *,
+        max_pending_bytes: int,
+        on_full: str,
+        diagnosed: bool = False,
+    ) -> None:
         self.name = name
         self.max_pending_bytes = max_pending_bytes
         self.on_full = on_full
-        self.file = _core.EventFileWriter(str(dir), time.time(), socket.gethostname())
+        self.file = _core.EventFileWriter(
+            str(dir), time.time(), socket.gethostname(), diagnosed_as=name if diagnosed else None
+        )
+        self.diagnosed = diagnosed
+        # What the live diagnosis found, waiting for the training thread (`alerts`).
+        self.alerts: collections.deque[_core.AlertRecord] = collections.deque()
         self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
@@ -312,14 +325,26 @@ class Writer:
                 break
             if job is not None:
                 self._do(job)
+                self._diagnose()
             if time.monotonic() >= next_flush:
                 self.guard("flush", self.file.flush)
                 next_flush = time.monotonic() + FLUSH_SECONDS
         self.guard("close", self.file.close)
+        self._diagnose()
+
+    def _diagnose(self) -> None:
+        """Collects the live diagnosis's new alerts; once the queue is empty the writer has
+        caught up, and what was written so far is judged as complete."""
+        if not self.diagnosed:
+            return
+        if self._jobs.empty():
+            self.file.settle()
+        self.guard("diagnose", lambda: self.alerts.extend(self.file.take_alerts()))
 
     def _do(self, job: Job) -> None:
         if isinstance(job, Flush):
             self.guard("flush", self.file.flush)
+            self._diagnose()
             job.done.set()
             return
         try:

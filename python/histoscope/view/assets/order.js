@@ -54,7 +54,9 @@ export function makeOrder(app) {
     select.value = state.order;
     select.querySelector('option[value="distance"]').disabled = !state.compareWith;
     const runs = $("compare-run");
-    const others = state.runs.filter((run) => run !== overviewRun());
+    // A report compares only the pairs it holds (source.comparedWith); the server, any.
+    const comparable = source.comparedWith ? new Set(source.comparedWith(overviewRun())) : null;
+    const others = state.runs.filter((run) => run !== overviewRun() && (!comparable || comparable.has(run)));
     const wanted = ["", ...others];
     if ([...runs.options].map((o) => o.value).join("\n") !== wanted.join("\n")) {
       runs.replaceChildren(new Option("no other run", ""), ...others.map((run) => new Option(app.runLabel(run), run)));

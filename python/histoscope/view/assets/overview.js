@@ -218,7 +218,8 @@ export function makeOverview(app) {
   async function loadOverview(force) {
     pickRun();
     const run = $("overview-run").value || app.shownRuns()[0];
-    const pair = app.comparedPair ? app.comparedPair() : null;
+    // The report holds no distances step by step (source.overviewDistance false).
+    const pair = app.comparedPair && app.source.overviewDistance !== false ? app.comparedPair() : null;
     const choice = $("overview-stat");
     choice.querySelector('option[value="distance"]').disabled = !pair;
     if (choice.value === "distance" && !pair) choice.value = "std";

@@ -45,7 +45,13 @@ function thin(n, most) {
   return [...out];
 }
 
-export function embeddedSource(data, statNames) {
+function embeddedAnswer(table, first, second) {
+  const answer = (table[first] || {})[second];
+  if (!answer) throw new Error("the report holds no answer for " + first + " and " + second);
+  return answer;
+}
+
+export function embeddedSource(data, statNames, overviewSteps) {
   // Percentiles are worked out from the counts when first asked for, to keep the file small.
   const quantilesOf = (card, entry) => {
     if (!entry.quantiles) entry.quantiles = entry.counts.map((c) => percentiles(card.edges, c));
@@ -92,7 +98,7 @@ export function embeddedSource(data, statNames) {
     },
     overview: async (run, stat) => {
       const columns = stepsOf([run]);
-      const kept = thin(columns.length, 51).map((i) => columns[i]);
+      const kept = thin(columns.length, overviewSteps).map((i) => columns[i]);
       const rows = {};
       for (const t of data.tags) {
         const entry = data.cards[t.tag].runs[run];
@@ -116,6 +122,11 @@ export function embeddedSource(data, statNames) {
           .filter((entry) => held.figures.some((f) => entry[f].length)),
       };
     },
+    // Rankings and comparisons made when the report was written (view/report_orders.py).
+    ranking: data.orders ? async (run, by) => embeddedAnswer(data.orders.rankings, run, by) : undefined,
+    compare: data.orders ? async (a, b) => embeddedAnswer(data.orders.compare, a, b) : undefined,
+    comparedWith: (a) => Object.keys((data.orders && data.orders.compare[a]) || {}),
+    overviewDistance: false,
   };
 }
 
@@ -126,4 +137,7 @@ async function embedded() {
   return JSON.parse(await new Response(stream).text());
 }
 
-embedded().then((data) => start(embeddedSource(data, readVocabulary().stats)));
+embedded().then((data) => {
+  const vocabulary = readVocabulary();
+  start(embeddedSource(data, vocabulary.stats, vocabulary.overviewSteps));
+});

@@ -1,0 +1,160 @@
+"""What diagnosing a run while it trains costs, against not doing it and against `check` after.
+
+Two measures, in one process:
+
+1. **The writer's work**, where the live diagnosis runs. ``keys`` histograms
+   a step (a 64-bin histogram each, as `watch` writes them) go to one
+   `_core.EventFileWriter` with the live diagnosis and to one without, step
+   by step, for ``steps`` steps, interleaved; each step ends with the
+   writer's ``settle`` (what the writer thread does once it has caught up).
+   Printed: the diagnosis's share per step, at the start and at the end
+   (the rules read every profile of the run so far, so the cost grows with
+   the steps logged), and in total, against one `histoscope check` of the
+   whole file at the end (``check`` ratio).
+
+2. **A training step**: a 100-layer MLP (64 wide) trained on the CPU with
+   ``run.watch(model, log="all", every=1)``, ``alerts="warn"`` against
+   ``alerts="off"``, blocks interleaved, the median over blocks of the mean
+   step time. The diagnosis runs on the writer thread, so this is what it
+   costs the loop on a machine with a core to spare for it (and with none).
+
+    python benches/bench_alerts.py [--keys 500] [--steps 1000] [--blocks 5]
+
+Target (issue 28): live diagnosis costs at most 1 % of a watched training step, against
+``alerts="off"`` in the same run; and the writer's total work no
+more than a few `check`s of the file. Logs go to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import histoscope as hs
+from histoscope import _core
+
+BINS = 64
+
+
+def step_batch(rng: np.random.Generator, keys: int, step: int) -> _core.BinnedBatch:
+    scale = 0.01 * (1.0 + 0.001 * step)
+    return _core.bin_batch([rng.normal(0.0, scale, 256) for _ in range(keys)], BINS)
+
+
+def writer_work(keys: int, steps: int, folder: Path) -> dict[str, float]:
+    rng = np.random.default_rng(0)
+    tags = [f"gradients/layer{i}.weight" for i in range(keys)]
+    plain = _core.EventFileWriter(str(folder / "plain"), 0.0, "bench")
+    live = _core.EventFileWriter(str(folder / "live"), 0.0, "bench", diagnosed_as="live")
+    spent = {"plain": [], "live": []}
+    for step in range(steps):
+        batch = step_batch(rng, keys, step)
+        for name, writer in (("plain", plain), ("live", live)):
+            start = time.perf_counter()
+            writer.write_batch(tags, step, float(step), batch)
+            writer.write_scalar("loss", step, float(step), 1.0)
+            writer.settle()
+            spent[name].append(time.perf_counter() - start)
+    for writer in (plain, live):
+        writer.close()
+    start = time.perf_counter()
+    hs.diagnose(folder / "live")
+    check = time.perf_counter() - start
+    extra = [b - a for a, b in zip(spent["plain"], spent["live"])]
+    tenth = max(1, steps // 10)
+    return {
+        "first_steps_ms": 1e3 * statistics.median(extra[:tenth]),
+        "last_steps_ms": 1e3 * statistics.median(extra[-tenth:]),
+        "write_ms": 1e3 * statistics.median(spent["plain"]),
+        "total_s": sum(extra),
+        "check_s": check,
+    }
+
+
+def mlp(layers: int = 100, width: int = 64):
+    """A healthy deep network: residual blocks, so that no alert fires to be paid for."""
+    import torch
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(width, width)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 0.1 * torch.tanh(self.linear(x))
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(*[Block() for _ in range(layers)])
+
+
+def training_block(alerts: str, steps: int, folder: Path, tag: str) -> float:
+    import torch
+
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(64, 64)
+    with (
+        warnings.catch_warnings(),
+        hs.init("bench", run_name=f"{alerts}-{tag}", dir=folder, alerts=alerts) as run,
+    ):
+        warnings.simplefilter("ignore", hs.HistoscopeAlert)
+        run.watch(model, log="all", every=1)
+        start = time.perf_counter()
+        for step in range(steps):
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            run.log({"loss": loss.item()}, step=step)
+        elapsed = time.perf_counter() - start
+    return elapsed / steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=500)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--blocks", type=int, default=5)
+    parser.add_argument("--train-steps", type=int, default=30)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        work = writer_work(args.keys, args.steps, folder / "writer")
+        alone = f"write alone {work['write_ms']:.2f} ms/step"
+        print(f"writer, {args.keys} keys x {args.steps} steps ({alone}):")
+        print(
+            f"  live diagnosis per step: {work['first_steps_ms']:.2f} ms over the first tenth, "
+            f"{work['last_steps_ms']:.2f} ms over the last"
+        )
+        ratio = work["total_s"] / work["check_s"]
+        print(
+            f"  in total {work['total_s']:.2f} s, against check of the whole file "
+            f"{work['check_s']:.3f} s: {ratio:.0f}x  (check ratio)"
+        )
+        overheads = []
+        for block in range(args.blocks):
+            order = ("off", "warn") if block % 2 == 0 else ("warn", "off")
+            times = {
+                a: training_block(a, args.train_steps, folder / "train", str(block)) for a in order
+            }
+            overheads.append(times["warn"] / times["off"] - 1.0)
+            print(
+                f"  block {block}: off {1e3 * times['off']:.1f} ms/step, "
+                f"warn {1e3 * times['warn']:.1f} ms/step"
+            )
+        median = statistics.median(overheads)
+        verdict = "PASS" if median <= 0.01 else "FAIL"
+        print(
+            f"training step, 100-layer MLP watched every step: alerts on vs off "
+            f"{100 * median:+.1f} %  (target <= 1 %: {verdict})"
+        )
+
+
+if __name__ == "__main__":
+    main()

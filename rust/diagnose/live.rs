@@ -1,0 +1,395 @@
+//! Diagnosis while a run trains: its steps profiled as they are written, and the rules
+//! of [`diagnose_profiled`] applied to what has come so far each time a step is complete.
+//!
+//! A step is complete when a later one begins, or when the writer says so
+//! ([`LiveDiagnosis::settle`]: after a step `watch` wrote in one call, at a flush,
+//! at the end of the run). The rules then see the prefix that the run's file holds
+//! at that point, restarts included, so the findings at any moment are those
+//! `check` gives on the files written so far, and at the end they are equal:
+//! there is one set of rules, and no second, incremental copy of them to drift.
+//!
+//! Judging a step costs one pass of the rules over the run's profiles (a few
+//! dozen bytes a step and key are kept; the histograms are not), so it grows
+//! with the steps logged: 500 keys judged at step 1,000 take tens of
+//! milliseconds. Judging is therefore held to [`JUDGING_SHARE`] of the time
+//! since the run began, beyond a first [`JUDGING_ALLOWANCE`]. While it fits, every complete step is judged; past
+//! it, judgements are spaced out, an alert then naming the later step it was
+//! found at (its finding's first step is unchanged). [`LiveDiagnosis::conclude`]
+//! judges the end whatever the budget.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use super::{diagnose_profiled, Evidence, Finding, Kind, Options, SeriesKey, Severity};
+use crate::histograms::profile::{profile, StepProfile};
+use crate::histograms::profiled::ProfiledSeries;
+use crate::histograms::stats::Stats;
+use crate::logdir::evidence::{RunEvidence, ScalarSeries};
+
+/// The most of the time since a run began that judging it may take...
+pub const JUDGING_SHARE: f64 = 0.02;
+/// ...beyond a first allowance, so that a short run, or the first steps of
+/// any, are judged at every step however fast they go.
+pub const JUDGING_ALLOWANCE: Duration = Duration::from_millis(250);
+
+/// A finding that is new, or more severe than before: when it was found and what it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alert {
+    /// The last complete step when the rules first gave it.
+    pub step: i64,
+    pub finding: Finding,
+}
+
+/// The diagnosis state of one run being written.
+#[derive(Debug, Default)]
+pub struct LiveDiagnosis {
+    run: String,
+    options: Options,
+    series: BTreeMap<String, ProfiledSeries>,
+    /// The run's scalars and optimizer, under its name.
+    evidence: Evidence,
+    /// The step of the last value written, and whether the rules have seen it.
+    newest: Option<(i64, bool)>,
+    findings: Vec<Finding>,
+    /// The most severe level each (key, kind) was announced at.
+    announced: HashMap<(String, Kind), Severity>,
+    alerts: Vec<Alert>,
+    /// The share of the time since `began` that judging may take, and the time it took.
+    share: f64,
+    began: Option<Instant>,
+    judging: Duration,
+}
+
+impl LiveDiagnosis {
+    /// An empty run named `run`, as its findings will name it, judged within [`JUDGING_SHARE`].
+    pub fn new(run: &str, options: Options) -> Self {
+        Self::with_share(run, options, JUDGING_SHARE)
+    }
+
+    /// An empty run whose judging may take `share` of the time since it began
+    /// (`f64::INFINITY`: every complete step is judged, however long it takes).
+    pub fn with_share(run: &str, options: Options, share: f64) -> Self {
+        LiveDiagnosis {
+            run: run.to_owned(),
+            options,
+            evidence: Evidence::from([(run.to_owned(), RunEvidence::default())]),
+            share,
+            ..Default::default()
+        }
+    }
+
+    /// Takes a histogram as it was written: `counts[i]` values in `[edges[i], edges[i + 1])`.
+    pub fn histogram(
+        &mut self,
+        tag: &str,
+        step: i64,
+        edges: &[f64],
+        counts: &[f64],
+        stats: &Stats,
+    ) {
+        self.arrive(step);
+        let rows: Vec<f64> = edges
+            .windows(2)
+            .zip(counts)
+            .flat_map(|(edge, &count)| [edge[0], edge[1], count])
+            .collect();
+        let run = &self.run;
+        self.series
+            .entry(tag.to_owned())
+            .or_insert_with(|| ProfiledSeries::new(run, tag))
+            .push(step, profile(&rows, stats));
+    }
+
+    /// Takes a scalar as it was written (events hold scalars as 32-bit floats).
+    pub fn scalar(&mut self, tag: &str, step: i64, value: f32) {
+        self.arrive(step);
+        let scalars = &mut self.run_evidence().scalars;
+        let i = match scalars.binary_search_by(|s| s.tag.as_str().cmp(tag)) {
+            Ok(i) => i,
+            Err(i) => {
+                let series = ScalarSeries {
+                    tag: tag.to_owned(),
+                    ..Default::default()
+                };
+                scalars.insert(i, series);
+                i
+            }
+        };
+        scalars[i].push(step, f64::from(value));
+    }
+
+    /// Takes the optimizer `watch` noted: its class and those it derives from.
+    pub fn optimizer(&mut self, classes: Vec<String>) {
+        self.run_evidence().optimizer = classes;
+        if let Some((_, judged)) = self.newest.as_mut() {
+            *judged = false;
+        }
+    }
+
+    /// Judges what has come so far as complete, if the rules have not seen all of
+    /// it and the budget allows.
+    pub fn settle(&mut self) {
+        if matches!(self.newest, Some((_, false))) && self.affordable() {
+            self.judge();
+        }
+    }
+
+    /// Judges what has come so far, whatever the budget: the run has ended.
+    pub fn conclude(&mut self) {
+        if matches!(self.newest, Some((_, false))) {
+            self.judge();
+        }
+    }
+
+    /// The findings of the run as written up to the last complete step.
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// The alerts found since the last call, oldest first.
+    pub fn take_alerts(&mut self) -> Vec<Alert> {
+        std::mem::take(&mut self.alerts)
+    }
+
+    fn run_evidence(&mut self) -> &mut RunEvidence {
+        self.evidence.entry(self.run.clone()).or_default()
+    }
+
+    /// A value of `step` arrives: a later step completes the ones before it.
+    fn arrive(&mut self, step: i64) {
+        self.began.get_or_insert_with(Instant::now);
+        if matches!(self.newest, Some((newest, false)) if step > newest) && self.affordable() {
+            self.judge();
+        }
+        self.newest = Some((step, false));
+    }
+
+    /// Whether judging now keeps it within its share of the time since the run began.
+    fn affordable(&self) -> bool {
+        let elapsed = self.began.map_or(Duration::ZERO, |began| began.elapsed());
+        let allowed = self.share * elapsed.as_secs_f64() + JUDGING_ALLOWANCE.as_secs_f64();
+        self.share.is_infinite() || self.judging.as_secs_f64() <= allowed
+    }
+
+    fn judge(&mut self) {
+        let started = Instant::now();
+        let series: Vec<&ProfiledSeries> = self.series.values().filter(|s| !s.is_empty()).collect();
+        let keys: Vec<SeriesKey<'_>> = series.iter().map(|s| SeriesKey::from(*s)).collect();
+        let profiles: Vec<&[StepProfile]> = series.iter().map(|s| &s.profiles[..]).collect();
+        self.findings = diagnose_profiled(&keys, &profiles, &self.evidence, &self.options);
+        let step = self.newest.map_or(i64::MIN, |(step, _)| step);
+        for finding in &self.findings {
+            let id = (finding.key.clone(), finding.kind);
+            if self
+                .announced
+                .get(&id)
+                .is_some_and(|&s| s >= finding.severity)
+            {
+                continue;
+            }
+            self.announced.insert(id, finding.severity);
+            self.alerts.push(Alert {
+                step,
+                finding: finding.clone(),
+            });
+        }
+        if let Some((_, judged)) = self.newest.as_mut() {
+            *judged = true;
+        }
+        self.judging += started.elapsed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::{diagnose_loaded, Evidence};
+    use crate::histograms::series::Series;
+
+    /// One logged value: a histogram (tag, step, scale; two point buckets at ±scale) or a loss.
+    enum Logged {
+        Histogram(&'static str, i64, f64),
+        Loss(i64, f32),
+    }
+
+    fn edges_and_counts(scale: f64) -> ([f64; 4], [f64; 3]) {
+        (
+            [-scale, -scale * 0.5, scale * 0.5, scale],
+            [50.0, 0.0, 50.0],
+        )
+    }
+
+    /// What `check` gives on the first `n` values as a file holds them.
+    fn offline(run: &str, logged: &[Logged]) -> Vec<Finding> {
+        let mut series: BTreeMap<&str, Series> = BTreeMap::new();
+        let mut evidence = RunEvidence::default();
+        for value in logged {
+            match *value {
+                Logged::Histogram(tag, step, scale) => {
+                    let (edges, counts) = edges_and_counts(scale);
+                    let rows: Vec<f64> = edges
+                        .windows(2)
+                        .zip(counts)
+                        .flat_map(|(e, c)| [e[0], e[1], c])
+                        .collect();
+                    series
+                        .entry(tag)
+                        .or_insert_with(|| Series::new(run, tag))
+                        .push_rows(step, 0.0, &rows, Stats::MISSING);
+                }
+                Logged::Loss(step, value) => {
+                    if evidence.scalars.is_empty() {
+                        evidence.scalars.push(ScalarSeries {
+                            tag: "loss".into(),
+                            ..Default::default()
+                        });
+                    }
+                    evidence.scalars[0].push(step, f64::from(value));
+                }
+            }
+        }
+        let all: Vec<Series> = series.into_values().collect();
+        let evidence = Evidence::from([(run.to_owned(), evidence)]);
+        diagnose_loaded(&all, &evidence, &Options::default())
+    }
+
+    fn feed(live: &mut LiveDiagnosis, value: &Logged) {
+        match *value {
+            Logged::Histogram(tag, step, scale) => {
+                let (edges, counts) = edges_and_counts(scale);
+                live.histogram(tag, step, &edges, &counts, &Stats::MISSING);
+            }
+            Logged::Loss(step, value) => live.scalar("loss", step, value),
+        }
+    }
+
+    /// A gradient that explodes from step 6 and turns NaN at step 9, beside a steady one.
+    fn diverging() -> Vec<Logged> {
+        let mut logged = Vec::new();
+        for step in 0..12 {
+            let scale = match step {
+                0..=5 => 0.01,
+                6..=8 => 10f64.powi(step as i32 - 2),
+                _ => f64::NAN,
+            };
+            logged.push(Logged::Histogram("gradients/0.weight", step, scale));
+            logged.push(Logged::Histogram("gradients/1.weight", step, 0.01));
+            logged.push(Logged::Loss(step, if step < 9 { 1.0 } else { f32::NAN }));
+        }
+        logged
+    }
+
+    #[test]
+    fn at_every_complete_step_the_findings_are_those_of_the_file_so_far() {
+        let logged = diverging();
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
+        for (i, value) in logged.iter().enumerate() {
+            feed(&mut live, value);
+            // Each step ends with its loss: after it, the step is complete.
+            if matches!(value, Logged::Loss(..)) {
+                live.settle();
+                assert_eq!(
+                    live.findings(),
+                    offline("r", &logged[..=i]),
+                    "after {i} values"
+                );
+            }
+        }
+        assert!(!live.findings().is_empty());
+    }
+
+    #[test]
+    fn a_later_step_completes_the_one_before_without_settling() {
+        let logged = diverging();
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
+        logged.iter().for_each(|v| feed(&mut live, v));
+        // The last step is not judged until it is settled.
+        let before_last = logged.len() - 3;
+        assert_eq!(live.findings(), offline("r", &logged[..before_last]));
+        live.settle();
+        assert_eq!(live.findings(), offline("r", &logged));
+    }
+
+    #[test]
+    fn each_finding_alerts_once_at_the_step_it_is_first_found_and_again_if_worse() {
+        let logged = diverging();
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
+        let mut alerts = Vec::new();
+        for value in &logged {
+            feed(&mut live, value);
+            if matches!(value, Logged::Loss(..)) {
+                live.settle();
+                alerts.extend(live.take_alerts());
+            }
+        }
+        let seen: Vec<(i64, &str, Kind, Severity)> = alerts
+            .iter()
+            .map(|a| {
+                (
+                    a.step,
+                    a.finding.key.as_str(),
+                    a.finding.kind,
+                    a.finding.severity,
+                )
+            })
+            .collect();
+        let first_exploding = seen
+            .iter()
+            .find(|a| a.2 == Kind::Exploding)
+            .expect("an exploding alert");
+        // The first spike (step 6) is at the end of what was written, so it is found there.
+        assert_eq!(first_exploding.0, 6);
+        let nonfinite: Vec<_> = seen.iter().filter(|a| a.2 == Kind::Nonfinite).collect();
+        assert_eq!(nonfinite.first().map(|a| a.0), Some(9));
+        // No (key, kind) alerts twice at the same severity.
+        let mut ids: Vec<_> = seen.iter().map(|a| (a.1, a.2, a.3)).collect();
+        let n = ids.len();
+        ids.dedup();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n);
+        assert!(live.take_alerts().is_empty());
+    }
+
+    #[test]
+    fn a_restart_drops_the_steps_written_again_as_check_does() {
+        let mut logged = diverging();
+        // The run restarts from a checkpoint at step 4 and goes on healthy.
+        for step in 4..10 {
+            logged.push(Logged::Histogram("gradients/0.weight", step, 0.01));
+            logged.push(Logged::Histogram("gradients/1.weight", step, 0.01));
+            logged.push(Logged::Loss(step, 0.5));
+        }
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
+        logged.iter().for_each(|v| feed(&mut live, v));
+        live.settle();
+        assert_eq!(live.findings(), offline("r", &logged));
+        assert_eq!(live.findings(), vec![]);
+    }
+
+    #[test]
+    fn past_its_budget_a_run_is_judged_at_its_end() {
+        let logged = diverging();
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
+        live.judging = JUDGING_ALLOWANCE; // as if the allowance were spent
+        logged.iter().for_each(|v| feed(&mut live, v));
+        live.settle();
+        // The first judgement (step 0, as step 1 begins) is free; after it none fits a zero share.
+        assert_eq!(live.findings(), offline("r", &logged[..3]));
+        assert!(offline("r", &logged[..3]).is_empty() && !offline("r", &logged).is_empty());
+        live.conclude();
+        assert_eq!(live.findings(), offline("r", &logged));
+        let alerts = live.take_alerts();
+        assert!(
+            alerts.iter().all(|a| a.step == 11),
+            "found at the end: {alerts:?}"
+        );
+    }
+
+    #[test]
+    fn an_empty_run_has_nothing_to_say() {
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
+        live.settle();
+        assert!(live.findings().is_empty() && live.take_alerts().is_empty());
+    }
+}

@@ -1,0 +1,156 @@
+//! A run's loss read as a curve: its level before a step, when it came back to that
+//! level, and whether the run learned; what tells a spike that healed from an explosion
+//! and weights that decayed from a model that trains.
+
+use super::rules::median;
+use super::Role;
+use crate::logdir::evidence::ScalarSeries;
+
+/// A level is the median of this many finite values: one noisy batch does not move it.
+const LEVEL_VALUES: usize = 5;
+
+/// The loss is back once a value is at most this many times its level before a spike
+/// (the zoo's clipped spikes: the value after one is 0.72 to 1.39 times its level, the
+/// spike's own 10^4 times; a healthy run's values, up to 3.2 times the median of the 5
+/// before them for one step; an explosion's, 5 times its first value and more to its end).
+pub(super) const LOSS_BACK: f64 = 2.0;
+
+/// A run learned where its loss ends below this share of its first value (healthy zoo
+/// runs: at most 0.60 at their end; runs whose weights collapsed, under SGD's decay or
+/// AdamW's, 0.92 and more; exploding ones whose loss came back to chance, 0.93 and more).
+pub(super) const LOSS_LEARNED: f64 = 0.8;
+
+/// The loss of a run that the histogram rules read: its steps and values, finite only.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct LossCurve {
+    pub tag: String,
+    steps: Vec<i64>,
+    values: Vec<f64>,
+    /// The step of the last value, finite or not: how far the run's loss reaches.
+    pub last_step: i64,
+}
+
+impl LossCurve {
+    /// The loss of `series`, where it has a finite value.
+    pub fn of(series: &ScalarSeries) -> Option<LossCurve> {
+        let (steps, values): (Vec<i64>, Vec<f64>) = series
+            .steps
+            .iter()
+            .zip(&series.values)
+            .filter(|(_, v)| v.is_finite())
+            .map(|(&s, &v)| (s, v))
+            .unzip();
+        Some(LossCurve {
+            tag: series.tag.clone(),
+            last_step: *series.steps.last()?,
+            steps: (!values.is_empty()).then_some(steps)?,
+            values,
+        })
+    }
+
+    /// The run's main loss: among its losses, the one with the most finite values (the
+    /// training loss, logged every step, rather than a validation loss).
+    pub fn main<'a>(scalars: impl Iterator<Item = (&'a ScalarSeries, Role)>) -> Option<LossCurve> {
+        scalars
+            .filter(|(_, role)| *role == Role::Loss)
+            .filter_map(|(series, _)| LossCurve::of(series))
+            .fold(None, |best: Option<LossCurve>, curve| match best {
+                Some(b) if b.values.len() >= curve.values.len() => Some(b),
+                _ => Some(curve),
+            })
+    }
+
+    /// Its first value: the loss before training moved much.
+    pub fn first(&self) -> f64 {
+        self.values[0]
+    }
+
+    /// Where it ends: the median of its last values.
+    pub fn end_level(&self) -> f64 {
+        let n = self.values.len();
+        median(
+            self.values[n.saturating_sub(LEVEL_VALUES)..]
+                .iter()
+                .copied(),
+        )
+    }
+
+    /// Whether the run learned: its loss ends below `LOSS_LEARNED` of its first value.
+    pub fn learned(&self) -> bool {
+        self.end_level() < LOSS_LEARNED * self.first()
+    }
+
+    /// Its level before `step`: the median of the last values before it; None where it
+    /// has none.
+    pub fn level_before(&self, step: i64) -> Option<f64> {
+        let end = self.steps.partition_point(|&s| s < step);
+        (end > 0).then(|| {
+            median(
+                self.values[end.saturating_sub(LEVEL_VALUES)..end]
+                    .iter()
+                    .copied(),
+            )
+        })
+    }
+
+    /// The first step from `step` to `until` where it is back at `level`: at most
+    /// `LOSS_BACK` times it. Only that window is read, however long the loss.
+    pub fn back_at(&self, step: i64, level: f64, until: i64) -> Option<i64> {
+        let from = self.steps.partition_point(|&s| s < step);
+        let to = self.steps.partition_point(|&s| s <= until);
+        (from..to)
+            .find(|&i| self.values[i] <= LOSS_BACK * level)
+            .map(|i| self.steps[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn curve(values: &[f64]) -> LossCurve {
+        LossCurve::of(&ScalarSeries {
+            tag: "loss".into(),
+            steps: (0..values.len() as i64).collect(),
+            values: values.to_vec(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_spike_and_the_step_the_loss_is_back() {
+        let c = curve(&[1.4, 1.2, 1.0, 0.9, 0.8, 0.8, 8e3, 0.9, 0.7, 0.6, 0.5]);
+        assert_eq!(c.level_before(6), Some(0.9));
+        assert_eq!(c.back_at(6, 0.9, 10), Some(7));
+        assert_eq!(c.back_at(6, 0.9, 6), None);
+        // Not back where every later value stays above twice the level.
+        assert_eq!(c.back_at(6, 0.2, 10), None);
+        assert_eq!(c.level_before(0), None);
+        assert_eq!(c.end_level(), 0.7);
+        assert!(c.learned());
+        // A loss at chance from start to end did not learn.
+        assert!(!curve(&[1.39, 1.40, 1.38, 1.39, 1.39]).learned());
+    }
+
+    #[test]
+    fn the_main_loss_has_the_most_values_and_nan_is_left_out() {
+        let series = |tag: &str, values: Vec<f64>| ScalarSeries {
+            tag: tag.into(),
+            steps: (0..values.len() as i64).collect(),
+            values,
+        };
+        let train = series("train/loss", vec![1.0, f64::NAN, 0.5, 0.4]);
+        let val = series("val/loss", vec![1.0, 0.9]);
+        let lr = series("lr", vec![0.1; 9]);
+        let nan = series("aux_loss", vec![f64::NAN; 9]);
+        let all = [
+            (&val, Role::Loss),
+            (&train, Role::Loss),
+            (&lr, Role::Other),
+            (&nan, Role::Loss),
+        ];
+        let main = LossCurve::main(all.into_iter()).unwrap();
+        assert_eq!((main.tag.as_str(), main.last_step), ("train/loss", 3));
+        assert_eq!(main.level_before(3), Some(0.75));
+    }
+}
