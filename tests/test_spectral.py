@@ -349,3 +349,16 @@ def test_diagnose_reads_alpha_outside_weightwatchers_band_as_info_only(tmp_path:
 def test_a_trainer_cannot_be_told_to_stop_on_spectral_findings(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="never a reason to stop training"):
         hs.init("p", run_name="r", dir=tmp_path, stop_on=["spectral"])
+
+
+def test_while_it_trains_a_spectral_finding_is_held_and_raises_no_alert(tmp_path: Path) -> None:
+    random_like = np.random.default_rng(4).normal(size=(300, 100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an info raises no HistoscopeAlert
+        with hs.init("p", run_name="r", dir=tmp_path, alerts="raise") as run:
+            for step in range(3):
+                run.log_spectrum("random.weight", random_like, step=step)
+                run.log({"loss": 1.0 / (step + 1)}, step=step)
+            run.flush()
+            found = [(f.kind, f.severity, f.key) for f in run.findings()]
+    assert found == [("spectral", "info", "spectrum/random.weight/alpha")]
