@@ -3,8 +3,6 @@
 
 use std::sync::Mutex;
 
-use rayon::prelude::*;
-
 use crate::bins::card::{CardPick, CardRequest};
 use crate::bins::shared::rebin_shared;
 use crate::histograms::stats::Stats;
@@ -67,10 +65,13 @@ struct Taken {
 /// side by side, its picked steps read again; a run without the tag is left out, a
 /// run whose files changed since they were indexed is listed in `errors`.
 pub fn read_card(runs: &[&Mutex<RunLoader>], tag: &str, request: &CardRequest) -> Card {
+    // Runs one after another, on the caller's thread: a run's segments are read in
+    // parallel inside `RunLoader::buckets`, and a rayon worker that held a run's lock
+    // while waiting for them could steal another card's task for the same run and wait
+    // on itself. One lock at a time: a card never waits on a run while holding another.
     let taken: Vec<Option<Result<Taken, CardFailure>>> = runs
-        .par_iter()
+        .iter()
         .map(|run| {
-            // One lock at a time: a card never waits on a run while holding another.
             let run = run.lock().unwrap_or_else(|p| p.into_inner());
             take(&run, tag, request)
         })
@@ -222,6 +223,39 @@ mod tests {
         assert_eq!(rb.steps, vec![2, 5]);
         assert_eq!(rb.current.as_ref().unwrap().counts, want.counts[42..49]);
         assert!(rb.previous.is_none());
+    }
+
+    #[test]
+    fn cards_asked_at_once_from_many_threads_never_wait_on_each_other() {
+        use std::sync::{mpsc, Arc};
+        // Every step its own segment and no cache: each card reads many segments in parallel.
+        let steps: Vec<i64> = (0..40).collect();
+        let load = |name: &str| {
+            let (loader, path) = run(name, "h", &steps);
+            let fresh = Mutex::new(RunLoader::new(name, shared_buckets(0)));
+            let progress = read(&fresh, &[path], 64, Duration::from_secs(60));
+            assert_eq!(progress, Progress::CaughtUp);
+            drop(loader);
+            fresh
+        };
+        let runs = Arc::new([load("busy-a"), load("busy-b")]);
+        let (done, finished) = mpsc::channel();
+        for _ in 0..8 {
+            let (runs, done) = (Arc::clone(&runs), done.clone());
+            std::thread::spawn(move || {
+                let request = CardRequest::new(None, None, None, Some(40), None).unwrap();
+                for _ in 0..6 {
+                    let card = read_card(&[&runs[0], &runs[1]], "h", &request);
+                    assert_eq!(card.runs.len(), 2);
+                }
+                done.send(()).unwrap();
+            });
+        }
+        for _ in 0..8 {
+            finished
+                .recv_timeout(Duration::from_secs(120))
+                .expect("cards deadlocked: a thread never finished");
+        }
     }
 
     #[test]

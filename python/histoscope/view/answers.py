@@ -31,19 +31,14 @@ __all__ = [
     "CARD_BINS",
     "CARD_STEPS",
     "OVERVIEW_STATS",
-    "RANKINGS",
     "READERS",
     "RIDGE_STEPS",
     "Query",
     "buckets",
     "card",
-    "compare",
-    "comparison_of",
     "encode",
     "overview",
     "overview_value",
-    "ranking",
-    "ranking_of",
     "runs",
     "series",
     "tags",
@@ -71,10 +66,6 @@ CARD_BINS = _core.CARD_BINS
 
 #: What the overview can colour its cells by, from each step's statistics (or its percentiles).
 OVERVIEW_STATS = ("std", "absmax", "zeros", "nonfinite", "mean", "distance")
-
-#: What the keys can be ordered by (ORDERS in order.js), each from the overview's statistics.
-RANKINGS = ("absmax_last", "absmax_peak", "std_last", "std_growth", "nonfinite", "zeros_last")
-
 
 READERS = concurrent.futures.ThreadPoolExecutor(
     max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="histoscope-run"
@@ -129,7 +120,7 @@ def runs(index: LogdirIndex) -> dict[str, Any]:
     return {"runs": index.runs(), "stats": list(_core.STAT_NAMES), "basis_points": BASIS_POINTS}
 
 
-def _chosen_runs(index: LogdirIndex, query: Query) -> list[RunIndex]:
+def chosen_runs(index: LogdirIndex, query: Query) -> list[RunIndex]:
     """The runs named by ``run``, each brought up to date; several are read side by side
     (the core reads without the GIL), so a page's first answer waits for one run, not all."""
     names = query.getlist("run")
@@ -152,7 +143,7 @@ def _tag(query: Query) -> str:
     return tag
 
 
-def _integer(query: Query, name: str, minimum: int | None = None) -> int | None:
+def query_integer(query: Query, name: str, minimum: int | None = None) -> int | None:
     """The whole-number query parameter ``name``, None when absent; 400 when malformed."""
     text = query.get(name)
     if text is None or text == "":
@@ -169,7 +160,7 @@ def _integer(query: Query, name: str, minimum: int | None = None) -> int | None:
 def tags(index: LogdirIndex, layouts: Layouts, query: Query) -> dict[str, Any]:
     by_tag: dict[str, list[str]] = {}
     declared = READERS.submit(layouts.declared, query.getlist("run"))
-    runs = _chosen_runs(index, query)
+    runs = chosen_runs(index, query)
     steps = [np.zeros(0, dtype=np.int64)]
     for run in runs:
         for tag, series in list(run.series.items()):
@@ -194,7 +185,7 @@ def series(index: LogdirIndex, query: Query) -> dict[str, Any]:
     gone, so the first cards need not wait for a long run's whole index.
     """
     tag = _tag(query)
-    runs = _chosen_runs(index, query)
+    runs = chosen_runs(index, query)
     held = [_since(text) for text in query.getlist("since")]
     out = []
     for position, run in enumerate(runs):
@@ -242,11 +233,11 @@ def buckets(index: LogdirIndex, query: Query) -> dict[str, Any]:
     its ``error`` instead; the other runs are answered as usual.
     """
     tag = _tag(query)
-    step = _integer(query, "step")
+    step = query_integer(query, "step")
     if step is None:
         raise RequestError("step must be an integer, got nothing")
     out: list[dict[str, Any]] = []
-    for run in _chosen_runs(index, query):
+    for run in chosen_runs(index, query):
         index_of_tag = run.series.get(tag)
         if index_of_tag is None:
             continue
@@ -290,13 +281,13 @@ def card(index: LogdirIndex, query: Query) -> dict[str, Any]:
     ``errors`` with what happened, and the card is drawn from the other runs.
     """
     tag = _tag(query)
-    runs = _chosen_runs(index, query)
+    runs = chosen_runs(index, query)
     request = {
-        "step": _integer(query, "step"),
-        "from_step": _integer(query, "from"),
-        "to_step": _integer(query, "to"),
-        "max_steps": _integer(query, "steps", 1),
-        "bins": _integer(query, "bins", 1),
+        "step": query_integer(query, "step"),
+        "from_step": query_integer(query, "from"),
+        "to_step": query_integer(query, "to"),
+        "max_steps": query_integer(query, "steps", 1),
+        "bins": query_integer(query, "bins", 1),
     }
     try:
         found = index.card(runs, tag, **request)
@@ -367,7 +358,7 @@ def overview(index: LogdirIndex, query: Query) -> dict[str, Any]:
     A key's cell holds its value at the last step it logged at or before the
     column's step, null before its first.
     """
-    chosen = _chosen_runs(index, query)
+    chosen = chosen_runs(index, query)
     if len(chosen) != 1:
         raise RequestError(f"one run=NAME is required, got {len(chosen)}")
     run = chosen[0]
@@ -421,84 +412,6 @@ def _distance_overview(
     }
 
 
-def ranking(index: LogdirIndex, query: Query) -> dict[str, Any]:
-    """Every key of one run with its value of ``by`` (one of RANKINGS), largest first;
-    keys without a value (no statistic stored or computable) last, in key order.
-
-    ``absmax_last`` and ``std_last`` are the last step's largest absolute value and
-    standard deviation, ``absmax_peak`` the largest absolute value over all steps,
-    ``std_growth`` the last step's standard deviation over the first's, ``nonfinite``
-    the most NaN and infinite values of one step, ``zeros_last`` the last step's share
-    of exact zeros.
-    """
-    chosen = _chosen_runs(index, query)
-    if len(chosen) != 1:
-        raise RequestError(f"one run=NAME is required, got {len(chosen)}")
-    by = query.get("by", "absmax_last")
-    if by not in RANKINGS:
-        raise RequestError(f"by must be one of {', '.join(RANKINGS)}, got {by!r}")
-    return ranking_of(chosen[0], by)
-
-
-def ranking_of(run: RunIndex, by: str) -> dict[str, Any]:
-    """The answer of `ranking` for ``run`` (the report embeds it for every run and ``by``)."""
-    values = {tag: _ranked_value(by, series.view) for tag, series in run.series.items()}
-    order = sorted(values, key=lambda tag: (not np.isfinite(values[tag]), -values[tag], tag))
-    ordered = [_finite(values[tag]) for tag in order]
-    return {"run": run.name, "by": by, "keys": order, "values": ordered}
-
-
-def _ranked_value(by: str, view: SeriesView) -> float:
-    if not len(view.steps):
-        return math.nan
-    stat, reduce = by.rsplit("_", 1) if "_" in by else (by, "peak")
-    per_step = overview_value(stat, view.stats, view.quantiles, view.zeros)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if reduce == "last":
-            return float(per_step[-1])
-        if reduce == "growth":
-            return float(per_step[-1] / per_step[0])
-        return float(np.nanmax(per_step)) if np.isfinite(per_step).any() else math.nan
-
-
-def compare(index: LogdirIndex, query: Query) -> dict[str, Any]:
-    """Every key of run ``a`` against run ``b`` (default: ``a``), each at its last step at
-    or before ``step_a`` / ``step_b`` (default: its last), farthest first, exactly from
-    the buckets (see `histoscope.compare`)."""
-    names = query.getlist("run")
-    if len(names) not in (1, 2):
-        raise RequestError(f"run=A and optionally run=B are required, got {len(names)} runs")
-    runs = _chosen_runs(index, query)
-    first, second = runs[0], runs[-1]
-    step_a, step_b = _integer(query, "step_a"), _integer(query, "step_b")
-    if first is second and step_a == step_b:
-        raise RequestError("to compare a run with itself, give two different steps")
-    try:
-        return comparison_of(first, second, step_a, step_b)
-    except (OSError, ValueError) as error:
-        raise RequestError(str(error)) from error
-
-
-def comparison_of(
-    first: RunIndex, second: RunIndex, step_a: int | None = None, step_b: int | None = None
-) -> dict[str, Any]:
-    """The answer of `compare` for two runs (the report embeds it for each pair); raises
-    OSError or ValueError where a file went away or changed."""
-    found = first.compare(second, step_a, step_b)
-    figures = (
-        "wasserstein", "scaled", "ks", "mean_shift", "std_change", "nonfinite_a", "nonfinite_b"
-    )  # fmt: skip
-    rows = [
-        {"key": d.key, "step_a": d.step_a, "step_b": d.step_b}
-        | {name: _finite(getattr(d, name)) for name in figures}
-        for d in found.ranked
-    ]
-    return {
-        "a": first.name, "b": second.name, "rows": rows,
-        "only_a": found.only_a, "only_b": found.only_b, "unmatched": found.unmatched,
-    }  # fmt: skip
-
-
-def _finite(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
     """``value`` as JSON can hold it: None for NaN and the infinities."""
     return value if math.isfinite(value) else None

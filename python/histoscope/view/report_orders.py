@@ -1,7 +1,7 @@
 """The orders a report offers with no server behind it: each run's keys ranked by each
 statistic, and runs compared key by key, exactly from the buckets, as the viewer's
-``api/ranking`` and ``api/compare`` answer them (`answers.ranking_of`,
-`answers.comparison_of`).
+``api/ranking`` and ``api/compare`` answer them (`orders.ranking_of`,
+`orders.comparison_of`).
 
 The runs are indexed as the viewer indexes them (steps, statistics and where each
 step's buckets lie; the buckets stay in the files), one run at a time for the
@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .answers import RANKINGS, comparison_of, ranking_of
 from .follow import LogdirIndex
+from .orders import RANKINGS, comparison_of, ranking_of
 
 __all__ = ["COMPARED_RUNS", "report_orders"]
 

@@ -28,7 +28,7 @@ from .. import _core
 from ..errors import RequestError, RequestNotFoundError
 from ..progress import Progress
 from ..read.spool import RemoteLogdir, is_url
-from . import answers
+from . import answers, orders
 from .follow import DEFAULT_CACHE_BYTES, SEGMENT_BYTES, LogdirIndex
 from .page import MODULES, asset_text, vocabulary_script
 from .refreshed import Findings, Layouts
@@ -185,8 +185,8 @@ class Site:
             "buckets": lambda query: answers.buckets(self.index, query),
             "card": lambda query: answers.card(self.index, query),
             "overview": lambda query: answers.overview(self.index, query),
-            "ranking": lambda query: answers.ranking(self.index, query),
-            "compare": lambda query: answers.compare(self.index, query),
+            "ranking": lambda query: orders.ranking(self.index, query),
+            "compare": lambda query: orders.compare(self.index, query),
             "findings": lambda query: self.findings.answer(),
             "spectral": lambda query: self.spectral.trend(
                 query.get("tag") or "", query.getlist("run")

@@ -7,7 +7,7 @@ import * as a11y from "./a11y.js";
 import { formatValue } from "./format.js";
 import { naturalOrder } from "./names.js";
 
-// What the keys can be ordered by (answers.RANKINGS on the server, and the comparison).
+// What the keys can be ordered by (orders.RANKINGS on the server, and the comparison).
 export const ORDERS = {
   "": "key order",
   absmax_last: "last largest absolute value",
