@@ -26,6 +26,11 @@ that write nothing need no run (`histoscope.watch` without `init` gives them
 a watch that only takes part). Tensors that are not sharded are logged by
 that rank alone, as under DistributedDataParallel.
 
+DeepSpeed. A watch of an engine, or of its module, captures as
+``engine.step()`` is called at an accumulation boundary, at the engine's
+``global_steps``, ZeRO's partitions merged whole (`zero`); no backward hook
+is used.
+
 Compiled models. A ``torch.compile``d model (or the model inside it) is
 watched under its own names; the gradient hooks run after the compiled
 backward and add no graph break or recompilation. Activation hooks run
@@ -36,6 +41,7 @@ cause at every step.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -51,6 +57,7 @@ from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
 from .spectrum import SpectralCapture
 from .watch_alerts import WatchAlerts
+from .zero import BeforeEngineStep, engine_of, find_zero_pieces, inner_module
 
 if TYPE_CHECKING:
     import torch
@@ -127,6 +134,9 @@ class Watch:
         backward_hooks: bool = True,
     ) -> None:
         options = WatchOptions() if options is None else options
+        engine = engine_of(model)
+        if engine is not None and options.step is None:
+            options = dataclasses.replace(options, step=lambda: int(engine.global_steps))
         module = unwrap(model)
         self.sink = sink
         self.model = module
@@ -139,6 +149,8 @@ class Watch:
         self._handles: list[Any] = []
         self._warned: set[str] = set()
         found = find_pieces(module)
+        # ZeRO's values are complete at its optimizer's step, not as a backward pass ends.
+        backward_hooks &= not find_zero_pieces(module, found) and engine is None
         named = [
             (original_name(name), p)
             for name, p in module.named_parameters()
@@ -177,6 +189,8 @@ class Watch:
                 self._handles.append(_on_gradient(p, self._gradient_ready))
         if backward_hooks and not self._grad_params:
             self._handles.append(module.register_forward_hook(self._frozen_forward_ends))
+        if engine is not None:
+            self._handles.append(BeforeEngineStep(engine, self._backward_ends))
         if options.activations and self._writes:
             for name, leaf in module.named_modules():
                 if name and not any(True for _ in leaf.children()):
@@ -287,7 +301,8 @@ class Watch:
         _queue_callback(lambda: _queue_callback(self._backward_ends))
 
     def _backward_ends(self) -> None:
-        """Logs the step that ends if it is due, and counts it."""
+        """Logs the step that ends (a backward pass, or a DeepSpeed engine's optimizer
+        step) if it is due, and counts it."""
         self._in_backward = False
         try:
             if self.due():
@@ -383,8 +398,8 @@ class Watch:
 
 
 def unwrap(model: Any) -> torch.nn.Module:
-    """The model inside `DataParallel`, `DistributedDataParallel` and ``torch.compile``'s
-    wrappers, for its names.
+    """The model inside `DataParallel`, `DistributedDataParallel`, a DeepSpeed engine and
+    ``torch.compile``'s wrappers, for its names.
 
     Raises TypeError for anything that is not a ``torch.nn.Module``.
 
@@ -401,6 +416,8 @@ def unwrap(model: Any) -> torch.nn.Module:
     while True:
         if isinstance(model, wrappers):
             model = model.module
+        elif inner_module(model) is not model:
+            model = inner_module(model)  # a DeepSpeed engine
         elif isinstance(getattr(model, "_orig_mod", None), torch.nn.Module):
             model = model._orig_mod  # torch.compile's OptimizedModule
         else:
