@@ -28,6 +28,7 @@ from torch import nn
 import histoscope as hs
 
 STEPS = 2
+MATRICES = {"0.weight", "2.weight"}
 TIMEOUT = 5.0
 
 
@@ -42,6 +43,8 @@ class Setup:
     module: bool = False
     """Whether ``engine.module`` is watched rather than the engine."""
     activations: bool = False
+    filtered: bool = False
+    """Whether the watch's filter keeps the matrices alone, judged by their shape."""
 
     def config(self) -> dict[str, Any]:
         zero: dict[str, Any] = {"stage": self.stage}
@@ -72,6 +75,7 @@ SETUPS: dict[str, Setup] = {
     "zero2_module_accumulation": Setup(2, accumulation=2, module=True),
     "zero3_module_accumulation": Setup(3, accumulation=2, module=True, activations=True),
     "zero0_module": Setup(0, module=True),
+    "zero3_filtered": Setup(3, filtered=True),
 }
 
 
@@ -118,7 +122,8 @@ def train_watched(rank: int, out: Path, setup: Setup) -> None:
     if rank == 0:
         hs.init("p", run_name="r", dir=out)
     watched = engine.module if setup.module else engine
-    watch = hs.watch(watched, log="all", every=1, activations=setup.activations)
+    keeps = (lambda _name, tensor: tensor.dim() == 2) if setup.filtered else None
+    watch = hs.watch(watched, log="all", every=1, activations=setup.activations, filter=keeps)
     expected: dict[str, np.ndarray] = {}
     for micro in range(STEPS * setup.accumulation):
         generator = torch.Generator().manual_seed(1000 * micro + rank)
@@ -127,6 +132,8 @@ def train_watched(rank: int, out: Path, setup: Setup) -> None:
         if engine.is_gradient_accumulation_boundary():
             step = engine.global_steps
             for name, parameter in engine.module.named_parameters():
+                if setup.filtered and name not in MATRICES:
+                    continue
                 whole = safe_get_full_fp32_param(parameter)
                 if whole is None:  # stage 0 keeps no fp32 copy: the parameter is whole
                     whole = parameter

@@ -52,13 +52,16 @@ class ZeroPiece(Piece):
     """A parameter that ZeRO-3 partitioned: this rank's stretch of it."""
 
     def __init__(self, name: str, parameter: Any) -> None:
+        import torch
         import torch.distributed as dist
 
         group = getattr(parameter, "ds_process_group", None)
         if group is None:
             group = parameter._z3_optimizer.dp_process_group
         self.name = name
-        self.tensor = parameter
+        # The parameter itself is empty between passes: a watch's filter sees its shape.
+        self.tensor = torch.empty(parameter.ds_shape, dtype=parameter.dtype, device="meta")
+        self._parameter = parameter
         self.requires_grad = bool(parameter.requires_grad)
         self.ranks = tuple(dist.get_process_group_ranks(group))
         self._position = dist.get_rank(group)
@@ -68,20 +71,20 @@ class ZeroPiece(Piece):
 
         values = None
         if self.requires_grad:
-            values = safe_get_local_fp32_param(self.tensor)
-        return self._unpadded(self.tensor.ds_tensor if values is None else values)
+            values = safe_get_local_fp32_param(self._parameter)
+        return self._unpadded(self._parameter.ds_tensor if values is None else values)
 
     def gradient(self) -> Local | None:
         from deepspeed.utils import safe_get_local_grad
 
-        grad = safe_get_local_grad(self.tensor) if self.requires_grad else None
+        grad = safe_get_local_grad(self._parameter) if self.requires_grad else None
         return None if grad is None else self._unpadded(grad)
 
     def _unpadded(self, partition: torch.Tensor) -> Local:
         """The partition's values that are the parameter's: the last ranks' end in padding."""
         flat = partition.detach().reshape(-1)
         size = flat.numel()
-        kept = max(0, min(size, int(self.tensor.ds_numel) - self._position * size))
+        kept = max(0, min(size, int(self._parameter.ds_numel) - self._position * size))
         return Local(flat[:kept], True)
 
 
