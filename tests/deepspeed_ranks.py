@@ -44,13 +44,18 @@ class Setup:
     """Whether ``engine.module`` is watched rather than the engine."""
     activations: bool = False
     filtered: bool = False
+    partitioned_at_init: bool = False
+    fp32_accumulation: bool = False
+    """Whether the model is made inside ``deepspeed.zero.Init``, partitioned as it is made."""
     """Whether the watch's filter keeps the matrices alone, judged by their shape."""
 
     def config(self) -> dict[str, Any]:
         zero: dict[str, Any] = {"stage": self.stage}
         if self.offload:
             zero["offload_optimizer"] = {"device": "cpu"}
+        accumulated = {"grad_accum_dtype": "fp32"} if self.fp32_accumulation else {}
         return {
+            "data_types": accumulated,
             "train_micro_batch_size_per_gpu": 6,
             "gradient_accumulation_steps": self.accumulation,
             "zero_optimization": zero,
@@ -76,6 +81,10 @@ SETUPS: dict[str, Setup] = {
     "zero3_module_accumulation": Setup(3, accumulation=2, module=True, activations=True),
     "zero0_module": Setup(0, module=True),
     "zero3_filtered": Setup(3, filtered=True),
+    "zero0_bf16": Setup(0, bf16=True),
+    # DeepSpeed's BF16_Optimizer, which keeps each gradient whole on every rank.
+    "zero1_bf16_fp32_accumulation": Setup(1, bf16=True, fp32_accumulation=True),
+    "zero3_init": Setup(3, partitioned_at_init=True),
 }
 
 
@@ -97,7 +106,11 @@ def engine_of(setup: Setup) -> Any:
     import deepspeed
 
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 3), nn.LayerNorm(3))
+    if setup.partitioned_at_init:
+        with deepspeed.zero.Init(config_dict_or_path=setup.config()):
+            model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 3), nn.LayerNorm(3))
+    else:
+        model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 3), nn.LayerNorm(3))
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
     engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=setup.config())
     return engine
