@@ -26,10 +26,8 @@ that write nothing need no run (`histoscope.watch` without `init` gives them
 a watch that only takes part). Tensors that are not sharded are logged by
 that rank alone, as under DistributedDataParallel.
 
-DeepSpeed. A watch of an engine, or of its module, captures as
-``engine.step()`` is called at an accumulation boundary, at the engine's
-``global_steps``, ZeRO's partitions merged whole (`zero`); no backward hook
-is used.
+DeepSpeed. An engine, or its module, is captured as ``engine.step()`` is
+called at an accumulation boundary, at its ``global_steps`` (`zero`).
 
 Compiled models. A ``torch.compile``d model (or the model inside it) is
 watched under its own names; the gradient hooks run after the compiled
@@ -41,7 +39,6 @@ cause at every step.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -57,7 +54,7 @@ from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
 from .spectrum import SpectralCapture
 from .watch_alerts import WatchAlerts
-from .zero import BeforeEngineStep, engine_of, find_zero_pieces, inner_module
+from .zero import BeforeEngineStep, engine_stepping, find_zero_pieces, inner_module
 
 if TYPE_CHECKING:
     import torch
@@ -134,9 +131,7 @@ class Watch:
         backward_hooks: bool = True,
     ) -> None:
         options = WatchOptions() if options is None else options
-        engine = engine_of(model)
-        if engine is not None and options.step is None:
-            options = dataclasses.replace(options, step=lambda: int(engine.global_steps))
+        engine, options = engine_stepping(model, options)
         module = unwrap(model)
         self.sink = sink
         self.model = module
@@ -301,8 +296,7 @@ class Watch:
         _queue_callback(lambda: _queue_callback(self._backward_ends))
 
     def _backward_ends(self) -> None:
-        """Logs the step that ends (a backward pass, or a DeepSpeed engine's optimizer
-        step) if it is due, and counts it."""
+        """Logs the step that ends (or a DeepSpeed engine's) if it is due, and counts it."""
         self._in_backward = False
         try:
             if self.due():

@@ -35,17 +35,19 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .options import WatchOptions
 from .shards import Found, Local, Piece, original_name, refuse
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BeforeEngineStep", "engine_of", "find_zero_pieces", "inner_module"]
+__all__ = ["BeforeEngineStep", "engine_of", "engine_stepping", "find_zero_pieces", "inner_module"]
 
 
 class ZeroPiece(Piece):
@@ -160,6 +162,15 @@ def engine_of(model: Any) -> Any:
         if isinstance(candidate, engine_class) and _module_of(candidate) is model:
             return candidate
     return None
+
+
+def engine_stepping(model: Any, options: WatchOptions) -> tuple[Any, WatchOptions]:
+    """The engine that trains ``model`` (`engine_of`), and ``options`` stepped by its
+    ``global_steps`` unless they have a ``step=`` of their own."""
+    engine = engine_of(model)
+    if engine is None or options.step is not None:
+        return engine, options
+    return engine, dataclasses.replace(options, step=lambda: int(engine.global_steps))
 
 
 def inner_module(model: Any) -> Any:
