@@ -325,9 +325,10 @@ SCENARIOS: dict[str, Callable[[int, Path], None]] = {
 
 
 def refused(rank: int, out: Path) -> None:
-    """A parameter that DeepSpeed ZeRO-3 partitioned (here each rank holds an empty tensor
-    and its ``ds_tensor``, as ZeRO-3 leaves them) beside an ordinary one: rank 0 saves the
-    warnings it was given."""
+    """A parameter that DeepSpeed ZeRO-3 partitioned with no ZeRO-3 optimizer to read it
+    through (here each rank holds an empty tensor and its ``ds_tensor``, as
+    ``deepspeed.zero.Init`` leaves them) beside an ordinary one: rank 0 saves the warnings
+    it was given."""
     model = nn.Module()
     model.partitioned = nn.Parameter(torch.empty(0))
     model.partitioned.ds_tensor = torch.randn(3)

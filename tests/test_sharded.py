@@ -113,8 +113,9 @@ def test_a_scheme_that_cannot_be_merged_is_named_once_and_never_logged_as_a_slic
 ) -> None:
     said = json.loads((sharded / "refused" / "warnings.json").read_text())
     assert said == [
-        "ShardedWarning: histoscope watch of Module: DeepSpeed ZeRO-3 partitioned parameters "
-        "are not supported, so these parameters and their gradients are not logged: partitioned"
+        "ShardedWarning: histoscope watch of Module: DeepSpeed ZeRO-3 partitions outside a "
+        "ZeRO-3 optimizer are not supported, so these parameters and their gradients are not "
+        "logged: partitioned"
     ]
     assert list(written(sharded / "refused")) == ["parameters/plain"]
 

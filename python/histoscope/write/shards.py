@@ -13,9 +13,8 @@ Three kinds of parameter are spread over ranks:
   names, often empty. Under ``NO_SHARD`` every rank holds every value, counted
   on the group's rank 0; under ``HYBRID_SHARD`` the pieces of one shard
   group make the whole parameter, so the merge runs over that group.
-- **DeepSpeed ZeRO-3 partitions** are recognised and refused by name (see
-  `find_pieces`): their gradients live in the optimizer, out of reach of a
-  backward hook.
+- **DeepSpeed ZeRO partitions** are left to `zero`, which reads them through
+  DeepSpeed's optimizer.
 
 A piece names the ranks of its group (`Piece.ranks`, global ranks), which
 `sharded` uses to count a parameter that several groups hold once; keys drop
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["WRAPPER_NAMES", "Found", "Local", "Piece", "find_pieces", "original_name"]
+__all__ = ["WRAPPER_NAMES", "Found", "Local", "Piece", "find_pieces", "original_name", "refuse"]
 
 WRAPPER_NAMES = frozenset(
     {"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod", "_flat_param"}
@@ -158,9 +157,9 @@ class Found:
 def find_pieces(module: torch.nn.Module) -> Found:
     """The sharded parameters of ``module``: FSDP1's originals first, then DTensors.
 
-    DeepSpeed ZeRO-3's partitioned parameters, and DTensors with a placement
-    other than Shard, Replicate and Partial, are listed in ``unsupported``
-    and covered, so that they are never logged as the slices they are here.
+    DTensors with a placement other than Shard, Replicate and Partial are
+    listed in ``unsupported`` and covered, so that they are never logged as
+    the slices they are here. DeepSpeed's parameters are `zero`'s to find.
 
     Example:
         >>> import torch
@@ -175,10 +174,7 @@ def find_pieces(module: torch.nn.Module) -> Found:
     for name, parameter in module.named_parameters():
         if id(parameter) in found.covered:
             continue
-        if hasattr(parameter, "ds_tensor"):
-            found.spread = True
-            _refuse(found, "DeepSpeed ZeRO-3 partitioned parameters", name, parameter)
-        elif dtensor is not None and isinstance(parameter, dtensor):
+        if dtensor is not None and isinstance(parameter, dtensor):
             _add_dtensor(found, name, parameter)
     return found
 
@@ -188,7 +184,7 @@ def _add_dtensor(found: Found, name: str, parameter: Any) -> None:
     found.spread = True
     placement = _unsupported_placement(parameter)
     if placement is not None:
-        _refuse(found, f"DTensor placement {placement}", name, parameter)
+        refuse(found, f"DTensor placement {placement}", name, parameter)
     elif parameter.device_mesh.get_coordinate() is not None:
         found.pieces.append(DTensorPiece(original_name(name), parameter))
         found.covered.add(id(parameter))
@@ -213,7 +209,7 @@ def _find_flat_pieces(module: torch.nn.Module, found: Found) -> None:
         found.covered.update(id(p) for p in covered)
         if not hasattr(flat, "_shard_param_infos") or not hasattr(flat, "_sharded_size"):
             for name, original in zip(names, originals):
-                _refuse(found, "FSDP1 flat parameters without shard metadata", name, original)
+                refuse(found, "FSDP1 flat parameters without shard metadata", name, original)
             continue
         import torch.distributed as dist
 
@@ -225,7 +221,9 @@ def _find_flat_pieces(module: torch.nn.Module, found: Found) -> None:
             found.pieces.append(FlatPiece(name, flat, index, ranks, replicated, original))
 
 
-def _refuse(found: Found, scheme: str, name: str, parameter: Any) -> None:
+def refuse(found: Found, scheme: str, name: str, parameter: Any) -> None:
+    """Notes that ``parameter`` is sharded by ``scheme``, which cannot be merged: named in a
+    warning, never logged as the slice a rank holds."""
     found.unsupported.setdefault(scheme, []).append(original_name(name))
     if parameter is not None:
         found.covered.add(id(parameter))

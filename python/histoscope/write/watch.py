@@ -26,6 +26,9 @@ that write nothing need no run (`histoscope.watch` without `init` gives them
 a watch that only takes part). Tensors that are not sharded are logged by
 that rank alone, as under DistributedDataParallel.
 
+DeepSpeed. An engine, or its module, is captured as ``engine.step()`` is
+called at an accumulation boundary, at its ``global_steps`` (`zero`).
+
 Compiled models. A ``torch.compile``d model (or the model inside it) is
 watched under its own names; the gradient hooks run after the compiled
 backward and add no graph break or recompilation. Activation hooks run
@@ -51,6 +54,7 @@ from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
 from .spectrum import SpectralCapture
 from .watch_alerts import WatchAlerts
+from .zero import BeforeEngineStep, engine_stepping, find_zero_pieces, inner_module
 
 if TYPE_CHECKING:
     import torch
@@ -127,6 +131,7 @@ class Watch:
         backward_hooks: bool = True,
     ) -> None:
         options = WatchOptions() if options is None else options
+        engine, options = engine_stepping(model, options)
         module = unwrap(model)
         self.sink = sink
         self.model = module
@@ -139,6 +144,8 @@ class Watch:
         self._handles: list[Any] = []
         self._warned: set[str] = set()
         found = find_pieces(module)
+        # ZeRO's values are complete at its optimizer's step, not as a backward pass ends.
+        backward_hooks &= not find_zero_pieces(module, found) and engine is None
         named = [
             (original_name(name), p)
             for name, p in module.named_parameters()
@@ -177,6 +184,8 @@ class Watch:
                 self._handles.append(_on_gradient(p, self._gradient_ready))
         if backward_hooks and not self._grad_params:
             self._handles.append(module.register_forward_hook(self._frozen_forward_ends))
+        if engine is not None:
+            self._handles.append(BeforeEngineStep(engine, self._backward_ends))
         if options.activations and self._writes:
             for name, leaf in module.named_modules():
                 if name and not any(True for _ in leaf.children()):
@@ -287,7 +296,7 @@ class Watch:
         _queue_callback(lambda: _queue_callback(self._backward_ends))
 
     def _backward_ends(self) -> None:
-        """Logs the step that ends if it is due, and counts it."""
+        """Logs the step that ends (or a DeepSpeed engine's) if it is due, and counts it."""
         self._in_backward = False
         try:
             if self.due():
@@ -383,8 +392,8 @@ class Watch:
 
 
 def unwrap(model: Any) -> torch.nn.Module:
-    """The model inside `DataParallel`, `DistributedDataParallel` and ``torch.compile``'s
-    wrappers, for its names.
+    """The model inside `DataParallel`, `DistributedDataParallel`, a DeepSpeed engine and
+    ``torch.compile``'s wrappers, for its names.
 
     Raises TypeError for anything that is not a ``torch.nn.Module``.
 
@@ -401,6 +410,8 @@ def unwrap(model: Any) -> torch.nn.Module:
     while True:
         if isinstance(model, wrappers):
             model = model.module
+        elif inner_module(model) is not model:
+            model = inner_module(model)  # a DeepSpeed engine
         elif isinstance(getattr(model, "_orig_mod", None), torch.nn.Module):
             model = model._orig_mod  # torch.compile's OptimizedModule
         else:

@@ -1,0 +1,122 @@
+"""DeepSpeed ZeRO 1, 2 and 3: whole-tensor histograms of a watched engine, from real gloo groups
+of two processes on the CPU (`deepspeed_ranks`).
+
+Every scenario runs in one group, started once for the module. For each
+parameter and gradient at each optimizer step, the histogram rank 0 wrote
+must have the edges ``Histogram(full)`` has, where ``full`` is what
+DeepSpeed's ``safe_get_full_fp32_param`` or ``safe_get_full_grad`` gathers,
+and NumPy's counts of ``full`` on those edges, count for count.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import histoscope as hs
+
+if importlib.util.find_spec("deepspeed") is None:
+    pytest.skip("DeepSpeed is not installed", allow_module_level=True)
+
+from deepspeed_ranks import MATRICES, SETUPS, STEPS, TIMEOUT, faults, scenarios  # noqa: E402
+from sharded_ranks import start  # noqa: E402
+
+WORLD = 2
+SECONDS = 900.0
+NAMES = {"0.weight", "0.bias", "2.weight", "2.bias", "3.weight", "3.bias"}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every scenario's folder, after one run of all of them on two ranks."""
+    out = tmp_path_factory.mktemp("deepspeed")
+    codes = start(WORLD, scenarios, (str(out / "init"), str(out), list(SETUPS)), SECONDS)
+    errors = "\n".join(p.read_text() for p in sorted(out.glob("rank*.error")))
+    assert codes == [0] * WORLD, errors or f"exit codes {codes}"
+    return out
+
+
+def written(folder: Path) -> dict[str, hs.HistogramSeries]:
+    loaded = hs.load_histograms(folder / "p", runs=["r"])
+    return {tag: loaded[tag]["r"] for tag in loaded}
+
+
+@pytest.mark.parametrize("scenario", list(SETUPS))
+def test_each_histogram_is_the_gathered_tensors(trained: Path, scenario: str) -> None:
+    folder = trained / scenario
+    by_key: dict[str, dict[int, np.ndarray]] = {}
+    for name, values in np.load(folder / "expected.npz").items():
+        step, key = name.split(":", 1)
+        by_key.setdefault(key, {})[int(step)] = values.reshape(-1)
+    engine = json.loads((folder / "engine.json").read_text())
+    setup = SETUPS[scenario]
+    assert (engine["stage"], engine["offload"], engine["accumulation"]) == (
+        setup.stage,
+        setup.offload,
+        setup.accumulation,
+    ), engine
+    assert engine["dtype"] == ("torch.bfloat16" if setup.bf16 else "torch.float32"), engine
+    series = {k: v for k, v in written(folder).items() if not k.startswith("activations/")}
+    # The module's own names, no engine's "module." before them.
+    assert sorted(series) == sorted(by_key)
+    assert {key.split("/", 1)[1] for key in series} == (MATRICES if setup.filtered else NAMES)
+    for key, steps in by_key.items():
+        # One capture per optimizer step, at the engine's global step.
+        assert series[key].steps.tolist() == list(range(STEPS)), key
+        for i, step in enumerate(series[key].steps.tolist()):
+            full = steps[step]
+            buckets = series[key].buckets[i]
+            edges = np.append(buckets[:, 0], buckets[-1, 1])
+            where = f"{key} at step {step}"
+            np.testing.assert_array_equal(edges, hs.Histogram(full, bins=64).edges, err_msg=where)
+            counts, _ = np.histogram(full, bins=edges)
+            np.testing.assert_array_equal(buckets[:, 2], counts, err_msg=where)
+            stats = {name: values[i] for name, values in series[key].stats.items()}
+            assert (stats["count"], stats["min"], stats["max"]) == (
+                full.size,
+                full.min(),
+                full.max(),
+            ), where
+            assert stats["mean"] == pytest.approx(full.mean(), rel=1e-9, abs=1e-12), where
+            assert stats["std"] == pytest.approx(full.std(), rel=1e-9, abs=1e-12), where
+
+
+@pytest.mark.parametrize("scenario", [s for s, setup in SETUPS.items() if setup.activations])
+def test_activations_are_the_first_forward_pass_of_each_step(trained: Path, scenario: str) -> None:
+    series = written(trained / scenario)
+    # Leaf modules' outputs on rank 0, for a batch of 6: a step's first micro-batch alone.
+    shapes = {"activations/0": 6 * 7, "activations/1": 6 * 7, "activations/2": 6 * 3}
+    shapes["activations/3"] = 6 * 3
+    for key, numel in shapes.items():
+        assert series[key].steps.tolist() == list(range(STEPS)), key
+        assert series[key].stats["count"].tolist() == [numel] * STEPS, key
+
+
+def test_a_stopped_or_dead_peer_costs_only_the_timeout(tmp_path: Path) -> None:
+    codes = start(WORLD, faults, (str(tmp_path / "init"), str(tmp_path)), SECONDS)
+    errors = "\n".join(p.read_text() for p in sorted(tmp_path.glob("rank*.error")))
+    # Rank 0 lives on past its peer's death, and returns normally.
+    assert codes == [0, 3], errors or f"exit codes {codes}"
+    said = json.loads((tmp_path / "rank0.json").read_text())
+    times, warned = said["times"], said["warnings"]
+    for fault in ("hang", "death"):
+        # The step the peer missed fails within the watch's timeout; later steps and
+        # finish() do not wait at all.
+        assert times[f"{fault}: capture 1"] < TIMEOUT + 5.0, times
+        assert times[f"{fault}: capture 2"] < 0.5 and times[f"{fault}: finish"] < 3.0, times
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            loaded = hs.load_histograms(tmp_path / "p", runs=[fault])
+        assert {key.split("/", 1)[1] for key in loaded} == NAMES
+        assert loaded["parameters/0.weight"][fault].steps.tolist() == [0]
+        assert loaded["parameters/0.weight"][fault].stats["count"].tolist() == [35.0]
+    # One warning for each watch.
+    assert len(warned) == 2, warned
+    for warning in warned:
+        assert warning.startswith("ShardedWarning: histoscope watch of Sequential: step 1: ")
+        assert "the collectives over the 2 ranks failed" in warning
