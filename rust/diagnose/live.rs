@@ -27,10 +27,10 @@ use crate::histograms::stats::Stats;
 use crate::logdir::evidence::{RunEvidence, ScalarSeries};
 
 /// The most of the time since a run began that judging it may take...
-pub const JUDGING_SHARE: f64 = 0.02;
+pub const JUDGING_SHARE: f64 = 0.01;
 /// ...beyond a first allowance, so that a short run, or the first steps of
 /// any, are judged at every step however fast they go.
-pub const JUDGING_ALLOWANCE: Duration = Duration::from_millis(250);
+pub const JUDGING_ALLOWANCE: Duration = Duration::from_millis(100);
 
 /// A finding that is new, or more severe than before: when it was found and what it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +58,8 @@ pub struct LiveDiagnosis {
     share: f64,
     began: Option<Instant>,
     judging: Duration,
+    /// A step's buckets as (left, right, count) rows, reused from one histogram to the next.
+    rows: Vec<f64>,
 }
 
 impl LiveDiagnosis {
@@ -88,16 +90,22 @@ impl LiveDiagnosis {
         stats: &Stats,
     ) {
         self.arrive(step);
-        let rows: Vec<f64> = edges
-            .windows(2)
-            .zip(counts)
-            .flat_map(|(edge, &count)| [edge[0], edge[1], count])
-            .collect();
-        let run = &self.run;
-        self.series
-            .entry(tag.to_owned())
-            .or_insert_with(|| ProfiledSeries::new(run, tag))
-            .push(step, profile(&rows, stats));
+        self.rows.clear();
+        let rows = edges.windows(2).zip(counts);
+        self.rows
+            .extend(rows.flat_map(|(edge, &count)| [edge[0], edge[1], count]));
+        let profiled = profile(&self.rows, stats);
+        // Looked up before inserting: a tag is copied once, not at every step.
+        match self.series.get_mut(tag) {
+            Some(series) => {
+                series.push(step, profiled);
+            }
+            None => {
+                let mut series = ProfiledSeries::new(&self.run, tag);
+                series.push(step, profiled);
+                self.series.insert(tag.to_owned(), series);
+            }
+        }
     }
 
     /// Takes a scalar as it was written (events hold scalars as 32-bit floats).
