@@ -78,9 +78,10 @@ def test_a_card_is_each_runs_picked_steps_on_bins_shared_by_all(
     query = answers.Query(f"tag={tag}" + "".join(f"&run={n}" for n in names) + extra)
     card = json.loads(answers.encode(answers.card(index, query)))
     loaded = histoscope.load_histograms(logdir, tags=[tag])[tag]
-    step, low, high = (answers._integer(query, name) for name in ("step", "from", "to"))
-    max_steps = min(answers._integer(query, "steps") or answers.CARD_STEPS, _core.CARD_MAX_STEPS)
-    bins = answers._integer(query, "bins") or _core.CARD_BINS
+    step, low, high = (answers.query_integer(query, name) for name in ("step", "from", "to"))
+    asked = answers.query_integer(query, "steps")
+    max_steps = min(asked or answers.CARD_STEPS, _core.CARD_MAX_STEPS)
+    bins = answers.query_integer(query, "bins") or _core.CARD_BINS
     picks = {}
     for name in names:
         steps = loaded[name].steps

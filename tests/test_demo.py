@@ -40,7 +40,7 @@ def _demo(*args: str) -> subprocess.Popen:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("demo")
-    process = _demo("--out", str(out), "--steps", "60")
+    process = _demo("--out", str(out), "--steps", "60", "--spectral")
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr
     return out, stdout

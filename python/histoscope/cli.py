@@ -141,7 +141,7 @@ def _demo(args: argparse.Namespace) -> int:
     """Trains a small model, logs its histograms, writes their report and maybe serves them."""
     from .demo import run_demo
 
-    logdir = run_demo(args.out, steps=args.steps)
+    logdir = run_demo(args.out, steps=args.steps, spectral=args.spectral)
     if args.view:
         return _view(argparse.Namespace(logdir=logdir, host="127.0.0.1", port=args.port))
     return 0
@@ -293,6 +293,7 @@ _COMMANDS = (
         (
             _arg("--out", default="histoscope-demo", help="the folder to write (%(default)s)"),
             _arg("--steps", type=int, default=300, help="training steps (default 300)"),
+            _arg("--spectral", action="store_true", help="log each weight matrix's spectrum too"),
             _arg("--view", action="store_true", help="then serve the log directory"),
             _arg("--port", type=int, default=6006, help="the port for --view"),
         ),

@@ -4,9 +4,9 @@ Two runs of a three-layer perceptron (256 ReLU units a layer) learn to tell
 the arms of a synthetic spiral apart, one with a learning rate ten times the
 other's, so their distributions visibly move apart. With PyTorch installed
 the model is a ``torch.nn.Sequential`` logged by ``run.watch`` (parameters,
-gradients and activations of every layer, and the spectrum of every weight
-matrix, ``spectral=True``); without it, the same network is trained in NumPy
-and logged with ``run.add_histogram`` and ``run.log_spectrum``. Then the whole log
+gradients and activations of every layer, and with ``--spectral`` the spectrum
+of every weight matrix); without it, the same network is trained in NumPy and
+logged with ``run.add_histogram`` (and ``run.log_spectrum``). Then the whole log
 directory is written as one offline report, and the commands to open it and
 to start the viewer are printed.
 """
@@ -27,8 +27,12 @@ _RUNS = {"lr-0.3": 0.3, "lr-0.03": 0.03}
 _CLASSES, _HIDDEN, _BATCH, _EVERY = 3, 256, 128, 5
 
 
-def run_demo(out: str | Path, *, steps: int = 300, stream: TextIO = sys.stdout) -> Path:
+def run_demo(
+    out: str | Path, *, steps: int = 300, spectral: bool = False, stream: TextIO = sys.stdout
+) -> Path:
     """Trains and logs the demo under ``out``, writes its report; returns the log directory.
+    With ``spectral``, every weight matrix's spectrum is logged too (`Run.watch`'s
+    ``spectral=True``; ``histoscope demo --spectral``).
 
     The log directory is ``out/logs/demo`` (replaced on each call), the report
     ``out/report.html``.
@@ -51,7 +55,7 @@ def run_demo(out: str | Path, *, steps: int = 300, stream: TextIO = sys.stdout) 
     train = _train_torch if _has_torch() else _train_numpy
     for name, learning_rate in _RUNS.items():
         with histoscope.init(_PROJECT, run_name=name, dir=out / "logs") as run:
-            loss = train(run, inputs, labels, learning_rate, steps)
+            loss = train(run, inputs, labels, learning_rate, steps, spectral)
         print(f"trained {name}: {steps} steps, final loss {loss:.3f}", file=stream)
     print(f"logged histograms under {logdir}", file=stream)
     report = write_report(logdir, out / "report.html")
@@ -80,7 +84,7 @@ def _spiral(rng: np.random.Generator, per_class: int = 400) -> tuple[np.ndarray,
 
 
 def _train_torch(
-    run: Any, inputs: np.ndarray, labels: np.ndarray, rate: float, steps: int
+    run: Any, inputs: np.ndarray, labels: np.ndarray, rate: float, steps: int, spectral: bool
 ) -> float:
     """Minibatch SGD on the cross-entropy, every layer watched every `_EVERY` steps."""
     import torch
@@ -93,7 +97,7 @@ def _train_torch(
         torch.nn.ReLU(),
         torch.nn.Linear(_HIDDEN, _CLASSES),
     )
-    run.watch(model, log="all", every=_EVERY, activations=True, spectral=True)
+    run.watch(model, log="all", every=_EVERY, activations=True, spectral=spectral)
     optimizer = torch.optim.SGD(model.parameters(), lr=rate)
     x_all = torch.tensor(inputs, dtype=torch.float32)
     y_all = torch.tensor(labels)
@@ -111,7 +115,7 @@ def _train_torch(
 
 
 def _train_numpy(
-    run: Any, inputs: np.ndarray, labels: np.ndarray, rate: float, steps: int
+    run: Any, inputs: np.ndarray, labels: np.ndarray, rate: float, steps: int, spectral: bool
 ) -> float:
     """The same network and loss in NumPy, logged with `add_histogram` every `_EVERY` steps."""
     rng = np.random.default_rng(1)
@@ -142,7 +146,8 @@ def _train_numpy(
                 run.add_histogram(f"parameters/{2 * i}.weight", w, step=step)
                 run.add_histogram(f"gradients/{2 * i}.weight", gw, step=step)
                 run.add_histogram(f"activations/{2 * i}", layers[i + 1], step=step)
-                run.log_spectrum(f"{2 * i}.weight", w, step=step)
+                if spectral:
+                    run.log_spectrum(f"{2 * i}.weight", w, step=step)
             run.log({"loss": loss}, step=step)
         for w, b, (gw, gb) in zip(weights, biases, grads):
             w -= rate * gw

@@ -157,9 +157,10 @@ def engine_of(model: Any) -> Any:
     if isinstance(model, engine_class):
         return model
     # The module holds no reference to its engine: the engine is found among every object,
-    # once, when the watch starts (a fraction of a second on a large heap).
+    # once, when the watch starts (a fraction of a second on a large heap). `type()`, not
+    # `isinstance`: the latter reads `__class__`, which some lazy objects warn about.
     for candidate in gc.get_objects():
-        if isinstance(candidate, engine_class) and _module_of(candidate) is model:
+        if issubclass(type(candidate), engine_class) and _module_of(candidate) is model:
             return candidate
     return None
 
