@@ -27,7 +27,7 @@ export function makeOrder(app) {
   const live = a11y.speaker($("order-live"));
   const available = Boolean(source.ranking && source.compare);
   $("order-controls").hidden = !available;
-  let asked = 0;
+  let asked = 0, unsaid = false;
 
   // `tags` in the chosen order: ranked keys first, the rest after them in key order.
   function orderKeys(tags) {
@@ -106,6 +106,8 @@ export function makeOrder(app) {
     drawChoices();
     if (!available) return;
     const ask = ++asked;
+    // A choice to announce stays to announce when a refresh asks again before it is answered.
+    unsaid = unsaid || Boolean(spoken);
     let answer = null, keys = [], values = [];
     if (state.order === "distance" && state.compareWith) {
       answer = await source.compare(overviewRun(), state.compareWith);
@@ -124,7 +126,10 @@ export function makeOrder(app) {
       app.placeCards();
       app.mountInView();
     }
-    if (spoken) announce(keys, values, answer);
+    if (unsaid) {
+      unsaid = false;
+      announce(keys, values, answer);
+    }
   }
 
   $("order").addEventListener("change", () => {
