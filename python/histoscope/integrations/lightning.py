@@ -3,6 +3,12 @@
 Gradients and parameters are captured just before each optimizer step (after
 gradient accumulation, before Lightning clips them), at ``trainer.global_step``:
 the step Lightning's own loggers use for what ``training_step`` logs.
+
+The watch starts as the fit starts, once the strategy has made the model what it
+trains: sharded by FSDP (``FSDPStrategy``), by ``configure_model`` under
+``ModelParallelStrategy`` (FSDP2, tensor parallelism), or partitioned by DeepSpeed
+(``DeepSpeedStrategy``, whose backward pass has reduced the gradients into their
+partitions by then). Each is captured whole, as `histoscope.Run.watch` captures it.
 """
 
 from __future__ import annotations
@@ -45,11 +51,11 @@ class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unuse
 
     default_project = "lightning"
 
-    def setup(self, trainer: Any, pl_module: torch.nn.Module, stage: str) -> None:
-        if stage != "fit" or self._watching.watch is not None:
+    def on_fit_start(self, trainer: Any, pl_module: torch.nn.Module) -> None:
+        if self._watching.watch is not None:
             return
         self._watching.start(
-            pl_module,
+            _trained(trainer, pl_module),
             os.path.join(trainer.default_root_dir, "histoscope-logs"),
             default_every=max(1, trainer.log_every_n_steps),
             step=lambda: trainer.global_step,
@@ -69,3 +75,18 @@ class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unuse
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if stage == "fit":
             self._watching.stop()
+
+
+def _trained(trainer: Any, pl_module: torch.nn.Module) -> torch.nn.Module:
+    """The module whose parameters are trained: FSDP's root when ``FSDPStrategy`` wrapped
+    the LightningModule in one (its own parameters are then the root's), else the
+    LightningModule (whose parameters DDP, FSDP2, tensor parallelism and DeepSpeed
+    train in place)."""
+    model = getattr(trainer.strategy, "model", None)
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+    except ImportError:  # torch without torch.distributed
+        return pl_module
+    if isinstance(model, FullyShardedDataParallel) and model.module is pl_module:
+        return model
+    return pl_module
