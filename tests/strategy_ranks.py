@@ -51,7 +51,6 @@ class CPUDeepSpeedStrategy(OnCPU, DeepSpeedStrategy):
         super(DeepSpeedStrategy, self).setup_environment()
 
 
-
 class Net(pl.LightningModule):
     """Two linear layers and a norm; under ``fsdp2*`` they are sharded in `configure_model`."""
 

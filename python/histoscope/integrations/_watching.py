@@ -23,7 +23,7 @@ from ..write.alerts import Alert, AlertPolicy, stops_training
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
-from ..write.watch import NO_SINK, Watch
+from ..write.watch import NO_SINK, Watch, writes_here
 
 if TYPE_CHECKING:
     import torch
@@ -75,7 +75,9 @@ class Watching:
         """
         every = self.every if self.every is not None else default_every
         options = dataclasses.replace(self.options, every=every, step=step, all_ranks=False)
-        if not writes:
+        # The trainer's word and torch.distributed's: accelerate counts every process as the
+        # main one when DeepSpeed runs without an accelerator device, each with a rank.
+        if not (writes and writes_here(options)):
             self.watch = Watch(NO_SINK, model, options, backward_hooks=False)
             return
         if self.run is None:
