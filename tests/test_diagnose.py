@@ -457,6 +457,37 @@ def test_watch_notes_the_optimizer_that_small_gradients_are_judged_by(
     assert vanishing == expected
 
 
+def test_two_watched_trainings_side_by_side_note_each_optimizer(tmp_path: Path) -> None:
+    # Each watch waits for its optimizer's first step on torch's global hooks, in the
+    # order the watches began: the first watch's, done with, must not break torch's loop
+    # over them for the second (the first model steps first).
+    torch.manual_seed(0)
+    models = {"sgd": Scaled(), "adamw": Scaled()}
+    optimizers = {
+        "sgd": torch.optim.SGD(models["sgd"].parameters(), lr=1e-2),
+        "adamw": torch.optim.AdamW(models["adamw"].parameters(), lr=1e-2),
+    }
+    runs = {name: hs.init("two", run_name=name, dir=tmp_path) for name in models}
+    for name, run in runs.items():
+        run.watch(models[name], log="all", every=2)
+    for i in range(40):
+        for name in ("sgd", "adamw"):
+            loss = (models[name](torch.randn(32, 8)) - 1).pow(2).mean()
+            optimizers[name].zero_grad()
+            loss.backward()
+            optimizers[name].step()
+            runs[name].log({"loss": loss.item()}, step=i)
+    for run in runs.values():
+        run.finish()
+    findings = hs.diagnose(tmp_path)
+    # As each alone (the test above): each run's optimizer was noted, its own.
+    assert keys_of(findings, "vanishing", "two/sgd") == {
+        "gradients/small.weight",
+        "gradients/small.bias",
+    }
+    assert keys_of(findings, "vanishing", "two/adamw") == set()
+
+
 def test_a_nan_scalar_is_nonfinite_and_roles_name_losses(tmp_path: Path) -> None:
     with hs.init("p", run_name="r", dir=tmp_path) as run:
         for i in range(10):

@@ -46,7 +46,7 @@ def optimizer_classes(optimizer: Any) -> list[str]:
 
 class OptimizerWatch:
     """Waits for the first step of an optimizer that updates one of ``parameters``,
-    then calls ``note(optimizer)`` once and stops waiting; `remove` stops it sooner.
+    then calls ``note(optimizer)`` once and stops waiting; `remove` takes it off.
     A ``note`` that raises (a finished run) is an `UnloggedWarning`, not an error.
 
     Example:
@@ -65,13 +65,18 @@ class OptimizerWatch:
 
         self._ids = {id(p) for p in parameters}
         self._note = note
+        self._noted = False
         self._handle: Any = register_optimizer_step_post_hook(self._stepped)
 
     def _stepped(self, optimizer: Any, _args: Any, _kwargs: Any) -> None:
+        if self._noted:
+            return
         groups = getattr(optimizer, "param_groups", [])
         if not any(id(p) in self._ids for group in groups for p in group["params"]):
             return
-        self.remove()
+        # The hook stays until `remove`, a no-op: torch is iterating over the hooks now,
+        # and taking one out would break that loop for the next (another watch's).
+        self._noted = True
         try:
             self._note(optimizer)
         except Exception as error:  # noqa: BLE001 - said once, training goes on
