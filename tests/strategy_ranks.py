@@ -32,7 +32,7 @@ from torch import nn
 from histoscope.integrations.lightning import HistoscopeCallback
 
 STEPS = 3
-SETUPS = ("fsdp", "fsdp2", "fsdp2_tp", "deepspeed_zero2", "deepspeed_zero3")
+SETUPS = ("fsdp", "fsdp_root", "fsdp2", "fsdp2_tp", "deepspeed_zero2", "deepspeed_zero3")
 
 
 class OnCPU:
@@ -42,7 +42,19 @@ class OnCPU:
 
 
 class CPUFSDPStrategy(OnCPU, FSDPStrategy):
-    pass  # the connector's check is `type(strategy) is FSDPStrategy`, no subclass
+    """The connector's check is `type(strategy) is FSDPStrategy`: no subclass."""
+
+    def _setup_model(self, model: nn.Module) -> nn.Module:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        if any(isinstance(m, FullyShardedDataParallel) for m in model.modules()):
+            return super()._setup_model(model)  # wrapped in configure_model
+        # Lightning's own root wrapping, naming the CPU: it passes the device's CUDA
+        # index, None here, which torch refuses on the CPU.
+        return FullyShardedDataParallel(
+            module=model, device_id=torch.device("cpu"), sharding_strategy=self.sharding_strategy,
+            **self.kwargs,
+        )  # fmt: skip
 
 
 class CPUDeepSpeedStrategy(OnCPU, DeepSpeedStrategy):
@@ -61,7 +73,7 @@ class Net(pl.LightningModule):
         self.net = nn.Sequential(nn.Linear(6, 10), nn.ReLU(), nn.Linear(10, 4), nn.LayerNorm(4))
 
     def configure_model(self) -> None:
-        if self.setup_name == "fsdp":
+        if self.setup_name == "fsdp":  # (fsdp_root: the strategy wraps the whole module)
             self._wrap_in_fsdp1()
         if not self.setup_name.startswith("fsdp2"):
             return
@@ -113,13 +125,14 @@ class Gathered(pl.Callback):
             self.expected[f"{step}:gradients/{name}"] = _numpy(gradient)
 
     def _whole(self, trainer: Any, pl_module: Any) -> list[tuple[str, Any, Any]]:
-        if self.setup_name == "fsdp":
+        if self.setup_name.startswith("fsdp") and not self.setup_name.startswith("fsdp2"):
             from torch.distributed.fsdp import FullyShardedDataParallel
 
-            with FullyShardedDataParallel.summon_full_params(pl_module, with_grads=True):
+            model = trainer.strategy.model  # the root unit, or the module
+            with FullyShardedDataParallel.summon_full_params(model, with_grads=True):
                 return [
                     (_own_name(n), p.detach().clone(), p.grad.detach().clone())
-                    for n, p in pl_module.named_parameters()
+                    for n, p in model.named_parameters()
                 ]
         if self.setup_name.startswith("fsdp2"):
             return [
@@ -136,6 +149,10 @@ class Gathered(pl.Callback):
 def strategy(setup: str) -> Any:
     if setup == "fsdp":
         return CPUFSDPStrategy(process_group_backend="gloo")
+    if setup == "fsdp_root":
+        # The module in a root unit, each linear layer a unit of its own: the norm's
+        # parameters are the root's.
+        return CPUFSDPStrategy(auto_wrap_policy={nn.Linear}, process_group_backend="gloo")
     if setup == "fsdp2":
         return ModelParallelStrategy(data_parallel_size=2, tensor_parallel_size=1)
     if setup == "fsdp2_tp":
