@@ -82,6 +82,9 @@ impl Series {
 
     /// Drops the points at `step` or later; returns how many.
     pub fn purge_from(&mut self, step: i64) -> usize {
+        if self.steps.last().is_none_or(|&last| last < step) {
+            return 0; // in order, as all but a restart's first step are
+        }
         let keep = self.steps.partition_point(|&s| s < step);
         let dropped = self.steps.len() - keep;
         if dropped > 0 {
