@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use super::{diagnose_profiled, Evidence, Finding, Kind, Options, SeriesKey, Severity};
-use crate::histograms::profile::{profile, StepProfile};
+use crate::histograms::profile::{profile_binned, StepProfile};
 use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::stats::Stats;
 use crate::logdir::evidence::{RunEvidence, ScalarSeries};
@@ -58,8 +58,6 @@ pub struct LiveDiagnosis {
     share: f64,
     began: Option<Instant>,
     judging: Duration,
-    /// A step's buckets as (left, right, count) rows, reused from one histogram to the next.
-    rows: Vec<f64>,
 }
 
 impl LiveDiagnosis {
@@ -90,11 +88,7 @@ impl LiveDiagnosis {
         stats: &Stats,
     ) {
         self.arrive(step);
-        self.rows.clear();
-        let rows = edges.windows(2).zip(counts);
-        self.rows
-            .extend(rows.flat_map(|(edge, &count)| [edge[0], edge[1], count]));
-        let profiled = profile(&self.rows, stats);
+        let profiled = profile_binned(edges, counts, stats);
         // Looked up before inserting: a tag is copied once, not at every step.
         match self.series.get_mut(tag) {
             Some(series) => {

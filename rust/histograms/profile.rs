@@ -81,24 +81,60 @@ impl StepProfile {
 
 /// The profile of one step from its buckets, three values (left, right, count) per bucket, and its stats.
 pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
+    profile_of(&Rows(buckets), stats)
+}
+
+/// The profile of one step as a writer holds it, `counts[i]` values in
+/// `[edges[i], edges[i + 1])`: [`profile`] without laying the buckets out as rows.
+pub fn profile_binned(edges: &[f64], counts: &[f64], stats: &Stats) -> StepProfile {
+    profile_of(&Binned { edges, counts }, stats)
+}
+
+/// A step's buckets, walked as (left, right, count).
+trait Buckets {
+    fn each(&self, f: impl FnMut(f64, f64, f64));
+}
+
+/// Rows laid out flat, three values a bucket, as a series keeps them.
+struct Rows<'a>(&'a [f64]);
+
+impl Buckets for Rows<'_> {
+    fn each(&self, mut f: impl FnMut(f64, f64, f64)) {
+        for b in self.0.chunks_exact(3) {
+            f(b[0], b[1], b[2]);
+        }
+    }
+}
+
+struct Binned<'a> {
+    edges: &'a [f64],
+    counts: &'a [f64],
+}
+
+impl Buckets for Binned<'_> {
+    fn each(&self, mut f: impl FnMut(f64, f64, f64)) {
+        for (edge, &count) in self.edges.windows(2).zip(self.counts) {
+            f(edge[0], edge[1], count);
+        }
+    }
+}
+
+fn profile_of(buckets: &impl Buckets, stats: &Stats) -> StepProfile {
     // With every statistic stored, the buckets only need counting.
     let stored = [stats.count, stats.min, stats.max, stats.mean, stats.std]
         .iter()
         .all(|v| v.is_finite());
     let mut moments = BucketMoments::default();
     let mut bad_buckets = false;
-    for b in buckets.chunks_exact(3) {
-        let (left, right, count) = (b[0], b[1], b[2]);
+    buckets.each(|left, right, count| {
         if !(left.is_finite() && right.is_finite() && count.is_finite()) {
             bad_buckets = true;
-            continue;
-        }
-        if stored {
+        } else if stored {
             moments.count += count.max(0.0);
         } else {
             moments.add(left, right, count);
         }
-    }
+    });
     let from_buckets = moments.finish();
     let pick = |stored: f64, derived: f64| if stored.is_finite() { stored } else { derived };
     let count = pick(stats.count, from_buckets.count);
@@ -118,9 +154,7 @@ pub fn profile(buckets: &[f64], stats: &Stats) -> StepProfile {
     let nonfinite = nonfinite_count > 0.0 || bad_buckets || nan_stats;
     let mut shares = Shares::default();
     if from_buckets.count > 0.0 {
-        for b in buckets.chunks_exact(3) {
-            shares.add(b[0], b[1], b[2], (min, max));
-        }
+        buckets.each(|left, right, count| shares.add(left, right, count, (min, max)));
         shares.scale(1.0 / from_buckets.count);
     }
     // Moments the writer computed from the values, not from the buckets.
@@ -307,9 +341,40 @@ fn overlap(lo: f64, hi: f64, a: f64, b: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn stats_none() -> Stats {
         Stats::MISSING
+    }
+
+    proptest! {
+        #[test]
+        fn a_step_profiled_as_written_is_its_rows_profiled(
+            start in -10.0f64..10.0,
+            widths in proptest::collection::vec(0.0f64..3.0, 1..40),
+            seed in proptest::collection::vec(-1.0f64..50.0, 40),
+            stored in any::<bool>(),
+        ) {
+            let mut edges = vec![start];
+            for w in &widths {
+                edges.push(edges.last().unwrap() + w);
+            }
+            // Negative and zero counts too, as damaged or empty buckets have.
+            let counts: Vec<f64> = seed[..widths.len()].iter().map(|c| c.floor()).collect();
+            let rows: Vec<f64> = edges
+                .windows(2)
+                .zip(&counts)
+                .flat_map(|(e, &c)| [e[0], e[1], c])
+                .collect();
+            let stats = if stored {
+                Stats { count: 7.0, min: start, max: start + 1.0, mean: start, std: 0.5, ..Stats::MISSING }
+            } else {
+                Stats::MISSING
+            };
+            let (binned, laid_out) = (profile_binned(&edges, &counts, &stats), profile(&rows, &stats));
+            // Bit for bit, NaN included (`==` would call two NaN profiles different).
+            prop_assert_eq!(format!("{binned:?}"), format!("{laid_out:?}"));
+        }
     }
 
     #[test]
