@@ -83,6 +83,9 @@ pub struct HistogramProto {
     pub histoscope: Option<HistoscopeStats>,
 }
 
+/// The field of a `HistogramProto` that holds [`HistoscopeStats`].
+pub const HISTOSCOPE_FIELD: u32 = 1000;
+
 /// What histoscope stores beside a `HistogramProto`: the first bin edge (so
 /// that every bin reads back, the empty outer ones too) and the statistics
 /// of the finite values that the proto cannot hold.

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::read::proto::{HistogramProto, HistoscopeStats, SESSION_START};
+use crate::read::proto::{HistogramProto, HistoscopeStats, HISTOSCOPE_FIELD, SESSION_START};
 use crate::read::wire::{fields, Wire, WireError};
 
 /// An `Event`: its step, wall time, summary bytes and whether it is a `SessionLog.START`.
@@ -185,7 +185,9 @@ impl<'a> HistogramView<'a> {
                         _ => return Err(WireError::UnexpectedType(n)),
                     }
                 }
-                (1000, v) => view.histoscope = Some(histoscope_stats(v.bytes(1000)?)?),
+                (HISTOSCOPE_FIELD, v) => {
+                    view.histoscope = Some(histoscope_stats(v.bytes(HISTOSCOPE_FIELD)?)?)
+                }
                 _ => {}
             }
         }

@@ -15,7 +15,8 @@ use crate::histograms::stats::Stats;
 use crate::read::metric_layout::{self, MetricLayout};
 use crate::read::optimizer_note::{self, OptimizerNote};
 use crate::read::proto::{
-    Event, HistogramProto, PluginData, Summary, SummaryMetadata, SummaryValue,
+    Event, HistogramProto, HistoscopeStats, PluginData, Summary, SummaryMetadata, SummaryValue,
+    HISTOSCOPE_FIELD,
 };
 use crate::read::tf_record::frame;
 
@@ -77,14 +78,50 @@ pub fn histogram_event(h: &HistogramRecord<'_>) -> Result<Vec<u8>, WriteError> {
         },
         bucket_limit: h.edges[1..].to_vec(),
         bucket: h.counts.to_vec(),
-        histoscope: Some(s.to_histoscope(h.edges[0])),
+        histoscope: None, // appended by hand: see `append_histoscope`
     };
+    let mut histo = proto.encode_to_vec();
+    append_histoscope(&s.to_histoscope(h.edges[0]), &mut histo);
     let value = SummaryValue {
         tag: h.tag.to_owned(),
-        histo: Some(Bytes::from(proto.encode_to_vec())),
+        histo: Some(Bytes::from(histo)),
         ..Default::default()
     };
     Ok(summary_event(h.step, h.wall_time, value))
+}
+
+/// Appends histoscope's extension to an encoded `HistogramProto`, as its field
+/// [`HISTOSCOPE_FIELD`] (a field appended to a message is one of its fields).
+///
+/// prost leaves out a field equal to its default, and -0.0 equals 0.0: the
+/// minimum of values that are all -0.0 would read back as 0.0. Every field but
+/// +0.0 is written here, -0.0 with its sign; otherwise the bytes are prost's.
+fn append_histoscope(stats: &HistoscopeStats, out: &mut Vec<u8>) {
+    use prost::encoding::{double, encode_key, encode_varint, WireType};
+
+    let HistoscopeStats {
+        first_edge,
+        count,
+        min,
+        max,
+        mean,
+        std,
+        nonfinite,
+        below,
+        above,
+    } = *stats;
+    let fields = [
+        first_edge, count, min, max, mean, std, nonfinite, below, above,
+    ];
+    let mut body = Vec::with_capacity(9 * fields.len());
+    for (tag, value) in (1u32..).zip(fields) {
+        if value.to_bits() != 0 {
+            double::encode(tag, &value, &mut body);
+        }
+    }
+    encode_key(HISTOSCOPE_FIELD, WireType::LengthDelimited, out);
+    encode_varint(body.len() as u64, out);
+    out.extend_from_slice(&body);
 }
 
 /// The encoded `Event` for a scalar, as `simple_value` (TensorBoard's scalars dashboard).
@@ -288,6 +325,31 @@ mod tests {
         assert_eq!(point.stats, stats());
         assert_eq!(contents.entries.len(), 1);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_extension_is_prosts_encoding_but_for_negative_zero() {
+        let mut ours = Vec::new();
+        let extension = stats().to_histoscope(-1.0);
+        append_histoscope(&extension, &mut ours);
+        let theirs = HistogramProto {
+            histoscope: Some(extension.clone()),
+            ..Default::default()
+        };
+        assert_eq!(ours, theirs.encode_to_vec());
+        let negative = Stats {
+            min: -0.0,
+            max: -0.0,
+            ..stats()
+        };
+        let mut written = Vec::new();
+        append_histoscope(&negative.to_histoscope(-0.5), &mut written);
+        let read = HistogramProto::decode(&written[..])
+            .unwrap()
+            .histoscope
+            .unwrap();
+        assert!(read.min.is_sign_negative() && read.max.is_sign_negative());
+        assert_eq!(read, negative.to_histoscope(-0.5));
     }
 
     #[test]
