@@ -84,6 +84,9 @@ def test_the_ranking_and_the_comparison_answer_in_order(server: Server) -> None:
 
 
 def test_keys_ordered_by_a_statistic_in_the_overview_and_the_cards(page: Page) -> None:
+    # The controls show before the cards are drawn: on a loaded machine there were none yet.
+    cards = page.locator('details.section[data-section="weights"] article.card')
+    expect(cards).to_have_count(len(KEYS), timeout=20000)
     assert card_order(page) == KEYS  # key order at first
     page.locator("#order").select_option("std_last")
     expect(page.locator("#order-live")).to_contain_text(
