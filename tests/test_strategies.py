@@ -3,8 +3,9 @@ trainings on two CPU processes over gloo.
 
 Lightning (`strategy_ranks`): FSDP (``FSDPStrategy``, its root unit or units made
 in ``configure_model``), FSDP2 and FSDP2 with tensor parallelism
-(``ModelParallelStrategy``), DeepSpeed ZeRO-2 and ZeRO-3 (``DeepSpeedStrategy``). The Hugging Face ``Trainer`` (`trainer_ranks`, under
-torchrun): DistributedDataParallel, and DeepSpeed ZeRO-2 and ZeRO-3 through
+(``ModelParallelStrategy``), DeepSpeed ZeRO-2 and ZeRO-3 (``DeepSpeedStrategy``).
+The Hugging Face ``Trainer`` (`trainer_ranks`, under torchrun):
+DistributedDataParallel, and DeepSpeed ZeRO-2 and ZeRO-3 through
 ``TrainingArguments(deepspeed=...)`` and accelerate. Every parameter and gradient
 that rank 0 wrote, at each step, must have the edges ``Histogram(full)`` has,
 where ``full`` is the tensor the setup's own gather gives at that point, and
