@@ -14,10 +14,8 @@ test to hold the histograms against, count for count.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from deepspeed_ranks import use_gloo_alone
 from lightning.pytorch.strategies import DeepSpeedStrategy, FSDPStrategy, ModelParallelStrategy
 from torch import nn
 
@@ -169,14 +168,6 @@ def strategy(setup: str) -> Any:
     return CPUDeepSpeedStrategy(
         config=config, process_group_backend="gloo", parallel_devices=devices
     )
-
-
-def use_gloo_alone() -> None:
-    """DeepSpeed on the CPU without its shared-memory collectives, which it would compile
-    on the fly (installed with ``DS_BUILD_OPS=0``, it has none): gloo does their work."""
-    os.environ["DS_ACCELERATOR"] = "cpu"
-    # By its module's name: `deepspeed.comm.torch` as an attribute is torch itself.
-    importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
 
 
 def main() -> None:

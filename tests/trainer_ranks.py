@@ -21,10 +21,8 @@ the Trainer's own optimizer hooks). Rank 0 saves them as ``OUT/expected.npz``, k
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
+from deepspeed_ranks import use_gloo_alone
 from torch import nn
 
 STEPS = 3
@@ -130,14 +129,6 @@ def arguments(setup: str, out: Path) -> Any:
     else:
         settings["use_cpu"] = True
     return TrainingArguments(**settings)
-
-
-def use_gloo_alone() -> None:
-    """DeepSpeed on the CPU without its shared-memory collectives, which it would compile
-    on the fly (installed with ``DS_BUILD_OPS=0``, it has none): gloo does their work."""
-    os.environ["DS_ACCELERATOR"] = "cpu"
-    # By its module's name: `deepspeed.comm.torch` as an attribute is torch itself.
-    importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
 
 
 def main() -> None:

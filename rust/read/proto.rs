@@ -111,6 +111,23 @@ pub struct HistoscopeStats {
     pub above: f64,
 }
 
+impl HistoscopeStats {
+    /// Every field with its tag, in tag order.
+    pub fn tagged(&self) -> [(u32, f64); 9] {
+        [
+            (1, self.first_edge),
+            (2, self.count),
+            (3, self.min),
+            (4, self.max),
+            (5, self.mean),
+            (6, self.std),
+            (7, self.nonfinite),
+            (8, self.below),
+            (9, self.above),
+        ]
+    }
+}
+
 /// `tensorflow.TensorProto`, restricted to the numeric encodings histograms use.
 ///
 /// Reading uses [`crate::read::proto_view::TensorView`], which borrows; this

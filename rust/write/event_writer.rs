@@ -99,22 +99,8 @@ pub fn histogram_event(h: &HistogramRecord<'_>) -> Result<Vec<u8>, WriteError> {
 fn append_histoscope(stats: &HistoscopeStats, out: &mut Vec<u8>) {
     use prost::encoding::{double, encode_key, encode_varint, WireType};
 
-    let HistoscopeStats {
-        first_edge,
-        count,
-        min,
-        max,
-        mean,
-        std,
-        nonfinite,
-        below,
-        above,
-    } = *stats;
-    let fields = [
-        first_edge, count, min, max, mean, std, nonfinite, below, above,
-    ];
-    let mut body = Vec::with_capacity(9 * fields.len());
-    for (tag, value) in (1u32..).zip(fields) {
+    let mut body = Vec::with_capacity(9 * 9);
+    for (tag, value) in stats.tagged() {
         if value.to_bits() != 0 {
             double::encode(tag, &value, &mut body);
         }
