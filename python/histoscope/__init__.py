@@ -30,6 +30,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
 from .compare import Comparison, KeyDistance, compare
 from .diagnose import Finding, diagnose
 from .errors import DamagedFileWarning, HistoscopeAlert, HistoscopeWarning, TrainingProblem
+from .notebook import show
 from .read import (
     HistogramSeries,
     TensorBoardChart,
@@ -38,7 +39,7 @@ from .read import (
     to_arrow,
     to_pandas,
 )
-from .view import render, save_html, show
+from .view import render, save_html
 from .write import Alert, Histogram, Run, Spectrum, finish, init, log, log_tree, spectrum, watch
 
 __all__ = [

@@ -6,6 +6,8 @@ pub mod chart;
 pub mod compressor;
 pub mod distance;
 pub mod edges;
+pub mod live_chart;
+pub mod live_update;
 pub mod rebin;
 pub mod shared;
 pub mod thin;

@@ -28,6 +28,7 @@ mod diagnose;
 mod fed;
 mod follow;
 mod layout;
+mod live_chart;
 mod records;
 mod scalars;
 mod spectral;
@@ -176,6 +177,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SEVERITIES", Severity::ALL.map(Severity::name).to_vec())?;
     records::register(m)?;
     writer::register(m)?;
+    live_chart::register(m)?;
     batch::register(m)?;
     binning::register(m)?;
     binning_batch::register(m)?;

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use super::binning::bin_values;
 use super::binning_batch::BinnedBatch;
 use super::diagnose::{py_findings, FindingRecord};
+use super::live_chart::LiveChart;
 use super::records::StatsRecord;
 use crate::diagnose::{Alert, LiveDiagnosis, Options};
 use crate::histograms::float16::HalfFloat;
@@ -95,7 +96,11 @@ impl EventFileWriter {
         let path = file.path().to_path_buf();
         let live = diagnosed_as.map(|run| LiveDiagnosis::new(&run, Options::default()));
         Ok(EventFileWriter {
-            writer: Mutex::new(Some(DiagnosedWriter { file, live })),
+            writer: Mutex::new(Some(DiagnosedWriter {
+                file,
+                live,
+                charts: Vec::new(),
+            })),
             closed_live: Mutex::new(None),
             path,
         })
@@ -206,6 +211,24 @@ impl EventFileWriter {
     ) -> PyResult<()> {
         let note = OptimizerNote { classes };
         py.detach(|| self.with(|w| w.optimizer(note, wall_time)))
+    }
+
+    /// Shows the run in `chart` under `run`: what the file holds so far, then every
+    /// histogram as it is written (the notebook's widget).
+    fn show_in(&self, py: Python<'_>, chart: &LiveChart, run: &str) -> PyResult<()> {
+        let chart = chart.chart.clone();
+        py.detach(|| self.with(|w| w.show_in(chart, run)))
+    }
+
+    /// Stops adding histograms to `chart` (its widget was closed).
+    fn hide_from(&self, py: Python<'_>, chart: &LiveChart) -> PyResult<()> {
+        let chart = chart.chart.clone();
+        py.detach(|| {
+            self.with(|w| {
+                w.charts.retain(|(held, _)| !std::sync::Arc::ptr_eq(held, &chart));
+                Ok::<_, PyErr>(())
+            })
+        })
     }
 
     /// Pushes every record written so far to the operating system.

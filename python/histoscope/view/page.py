@@ -3,13 +3,22 @@ pages are handed, and one-file bundles."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from importlib import resources
 
 from .. import _core
 
-__all__ = ["MODULES", "SEVERITIES", "asset_text", "bundle", "vocabulary_script"]
+__all__ = [
+    "MODULES",
+    "SEVERITIES",
+    "asset_text",
+    "bundle",
+    "vocabulary_script",
+    "widget_module",
+    "widget_page",
+]
 
 #: The ES modules the viewer's page and the report share: app.js and every module it imports.
 MODULES = (
@@ -131,4 +140,43 @@ def vocabulary_script() -> str:
     return (
         '<script type="application/json" id="histoscope-vocabulary">'
         f"{json.dumps(words, separators=(',', ':'))}</script>\n"
+    )
+
+
+def widget_module() -> str:
+    """The notebook widget's ES module (anywidget's ``_esm``): the viewer's modules and
+    ``widget.js`` bundled as for the report, with the two hooks anywidget calls as the
+    module's default export.
+
+    Example:
+        >>> module = widget_module()
+        >>> module.rstrip().endswith("render: __widget.render };"), "import " in module
+        (True, False)
+    """
+    return (
+        f"{bundle(['widget.js'])}\n"
+        "export default { initialize: __widget.initialize, render: __widget.render };\n"
+    )
+
+
+def widget_page(title: str) -> str:
+    """The viewer's page as the widget's shadow root holds it: its styles (scoped to the
+    root: ``:root`` becomes ``:host``, ``body`` the page's box), its body and the
+    vocabulary, with ``title`` as its heading (escaped here).
+
+    Example:
+        >>> page = widget_page("<run>")
+        >>> page.count('class="histoscope-page"'), "&lt;run&gt;" in page
+        (1, True)
+        >>> '<script type="module' in page
+        False
+    """
+    document = asset_text("viewer.html")
+    body = document[document.index("<body>") + len("<body>") : document.index("{scripts}")]
+    body = body.replace("{title}", html.escape(title))
+    css = re.sub(r"(?m)^(\s*):root\b", r"\1:host", asset_text("viewer.css"))
+    css = re.sub(r"(?m)^body \{", ".histoscope-page {", css)
+    return (
+        f"<style>\n{css}\n.histoscope-page {{ overflow: auto; }}\n</style>\n"
+        f'<div class="histoscope-page">{body}</div>\n{vocabulary_script()}'
     )

@@ -47,7 +47,7 @@ from .page import MODULES, asset_text, bundle, vocabulary_script
 from .report_orders import report_orders
 from .spectral import SpectralTrends
 
-__all__ = ["build_report", "bundle", "write_report"]
+__all__ = ["build_report", "bundle", "report_page", "write_report"]
 
 #: The steps a series keeps in the report by default.
 MAX_STEPS = _core.CHART_STEPS
@@ -122,6 +122,19 @@ def build_report(
         remote = SpooledRuns(remote_logdir(path, storage_options), budget_bytes)
         name = path.rstrip("/").rsplit("/", 1)[-1]
     data = _data(path, max_steps, bins, progress, budget_bytes, remote)
+    return report_page(data, name)
+
+
+def report_page(data: Mapping[str, Any], name: str) -> str:
+    """The report's page over ``data`` (as `build_report` gathers it: runs, tags, layout,
+    steps, cards, findings, and optionally orders and spectral figures), titled by ``name``:
+    also the snapshot a saved notebook keeps of a widget (`histoscope.notebook`).
+
+    Example:
+        >>> data = {"runs": [], "tags": [], "layout": [], "steps": {}, "cards": {}, "findings": []}
+        >>> report_page(data, "empty").count("histoscope report: empty")
+        2
+    """
     packed = base64.b64encode(gzip.compress(_json(data), mtime=0, compresslevel=9)).decode()
     title = html.escape(f"histoscope report: {name}")
     page = asset_text("viewer.html")

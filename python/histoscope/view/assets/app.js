@@ -1,8 +1,10 @@
 // histoscope: the page of the viewer and of the report. Keys are grouped into collapsible
 // sections, filtered as one types, and drawn as small-multiple cards only while they are
 // near the viewport (sections.js, cards.js). `source` answers the data: the local server
-// (api.js) or the data embedded in a report (report.js). This module wires the pieces
-// together and keeps the page up to date with the runs as they grow.
+// (api.js), the data embedded in a report (report.js) or a notebook's widget (widget.js).
+// This module wires the pieces together and keeps the page up to date with the runs as
+// they grow. `page` says where it lives: a whole document (the default) or a widget's
+// shadow root, which keeps no state in the URL and is told when its data changes.
 
 import { readUrlState, writeUrlState, newState, readVocabulary } from "./state.js";
 import { makeRuns } from "./runs.js";
@@ -20,20 +22,25 @@ const POLL_MS = 2000;
 // the list (viewer.FIRST_SHOWN on the server reads these ahead).
 const MAX_SHOWN = 10;
 
-export function start(source) {
-  const $ = (id) => document.getElementById(id);
-  const fromUrl = readUrlState();
-  const state = newState(fromUrl, readVocabulary());
+export function start(source, page = {}) {
+  const root = page.root || document;
+  const flags = page.flags || document.body; // data-* marks of what is drawn, for tests and benches
+  const inUrl = page.url !== false;
+  const $ = (id) => root.getElementById(id);
+  const fromUrl = readUrlState(inUrl ? location.hash : "");
+  const state = newState(fromUrl, readVocabulary(root));
   const status = $("status");
+  const remember = inUrl ? () => writeUrlState(state) : () => {};
   // Every module adds its functions to `app` and calls the others' through it.
-  const app = { state, source, $, status, remember: () => writeUrlState(state), refresh, describeStatus, markOnce };
+  const app = { state, source, $, root, flags, status, remember, refresh, describeStatus, markOnce };
   Object.assign(app, makeRuns(app), makeSections(app), makeCards(app), makeControls(app), makeAlerts(app));
   app.keys = makeKeys(app);
   Object.assign(app, makeOverview(app), makeOrder(app));
 
   function describeStatus() {
     if (!state.runs.length) {
-      status.textContent = "No runs yet: no events files under this log directory" + (source.live ? "; watching for them" : "");
+      status.textContent = source.nothingYet ||
+        "No runs yet: no events files under this log directory" + (source.live ? "; watching for them" : "");
       return;
     }
     const filtered = state.filter ? ", " + state.matching + " match the filter" : "";
@@ -91,7 +98,7 @@ export function start(source) {
     // The overview of a thousand keys costs the server more than a card, and sits above
     // the cards: it is asked for once the cards in view are drawn, not before them.
     if (first) await firstCardsDrawn(reported);
-    document.body.dataset.step = String(state.step); // the step the drawn cards show
+    flags.dataset.step = String(state.step); // the step the drawn cards show
     if (changed.length || showChanged || first) await app.loadOverview(showChanged);
     // Findings are asked for once the first cards are drawn; diagnosing reads the whole log
     // directory, so the first answer is not waited for.
@@ -101,7 +108,7 @@ export function start(source) {
     }
     if (!runs.length) app.placeCards();
     describeStatus();
-    document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+    flags.dataset.polls = String(Number(flags.dataset.polls || 0) + 1);
   }
 
   // The page's startup as User Timing marks, which benches/bench_viewer.py prints.
@@ -125,7 +132,16 @@ export function start(source) {
     return refreshing;
   }
 
+  // A source that says when its data changed (the widget's) is asked again then, one
+  // refresh waiting at most; a server is asked every POLL_MS.
+  let waiting = false;
+  const changed = () => {
+    if (waiting) return;
+    waiting = true;
+    refresh(false).then(() => { waiting = false; });
+  };
+  if (source.subscribe) source.subscribe(changed);
   refresh(false).then(function again() {
-    if (source.live) setTimeout(() => refresh(false).then(again), POLL_MS);
+    if (source.live && !source.subscribe) setTimeout(() => refresh(false).then(again), POLL_MS);
   });
 }

@@ -53,7 +53,7 @@ export function makeCards(app) {
   }
 
   function unmount(card) {
-    if (!card.mounted || card.node.contains(document.activeElement)) return;
+    if (!card.mounted || card.node.contains(app.root.activeElement)) return;
     card.body.remove();
     card.body = card.chart = null;
     card.mounted = false;
@@ -177,7 +177,7 @@ export function makeCards(app) {
     drawSpectral(card);
     app.markOnce("histoscope:first-card");
     drawStats(card);
-    if (card.node.contains(document.activeElement)) app.keys.drawCursor(card);
+    if (card.node.contains(app.root.activeElement)) app.keys.drawCursor(card);
     app.keys.drawBraille(card);
   }
 

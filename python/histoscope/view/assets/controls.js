@@ -41,7 +41,7 @@ export function makeControls(app) {
     state.following = position === state.steps.length - 1;
     syncControl();
     app.remember();
-    return app.reloadMounted().then(() => { document.body.dataset.step = String(state.step); });
+    return app.reloadMounted().then(() => { app.flags.dataset.step = String(state.step); });
   }
 
   slider.addEventListener("input", () => chooseStep(state.steps[Number(slider.value)]));
@@ -88,11 +88,11 @@ export function makeControls(app) {
   view.value = state.view;
   view.addEventListener("change", () => {
     state.view = view.value;
-    document.body.dataset.view = state.view;
+    app.flags.dataset.view = state.view;
     app.remember();
     app.reloadMounted();
   });
-  document.body.dataset.view = state.view;
+  app.flags.dataset.view = state.view;
   $("bars").checked = state.bars;
   $("bars").addEventListener("change", () => {
     state.bars = $("bars").checked;

@@ -169,7 +169,7 @@ export function makeOverview(app) {
   // One grid per section with its shown keys, in the order of the page.
   function render(sections) {
     // A grid being walked keeps its place (and the focus) when new steps redraw the overview.
-    const walked = grids.find((g) => g.node.contains(document.activeElement));
+    const walked = grids.find((g) => g.node.contains(app.root.activeElement));
     const keep = walked && { section: walked.section.name, row: rowKey(walked.rows[walked.row]),
       step: answer && answer.steps[walked.col] };
     grids.length = 0;

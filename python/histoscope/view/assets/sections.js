@@ -69,7 +69,7 @@ export function makeSections(app) {
       if (!bySection.has(place.section)) bySection.set(place.section, { name: place.section, shown: [], hidden: [] });
       bySection.get(place.section)[place.hidden ? "hidden" : "shown"].push(tag);
     }
-    const open = new Map([...document.querySelectorAll("details.section")].map((d) => [d.dataset.section, d.open]));
+    const open = new Map([...app.root.querySelectorAll("details.section")].map((d) => [d.dataset.section, d.open]));
     for (const section of bySection.values()) {
       section.shown = app.orderKeys(section.shown);
       section.hidden = app.orderKeys(section.hidden);

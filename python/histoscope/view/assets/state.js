@@ -6,8 +6,8 @@ export const VIEWS = ["ridgeline", "overlay", "heatmap", "steps"];
 
 // The lists the page was written with (see view/page.py): the statistics a step can store,
 // in the core's order, and the severities of findings, least severe first.
-export function readVocabulary() {
-  return JSON.parse(document.getElementById("histoscope-vocabulary").textContent);
+export function readVocabulary(root = document) {
+  return JSON.parse(root.getElementById("histoscope-vocabulary").textContent);
 }
 
 // Everything the page's modules share: the runs and keys known, what is shown, the chosen
@@ -34,9 +34,9 @@ export function notable(state, finding) {
 }
 
 // The view state kept in the URL's fragment, so a view can be bookmarked and shared, from
-// a server or from a report opened as a file.
-export function readUrlState() {
-  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+// a server or from a report opened as a file; a widget reads none ("").
+export function readUrlState(hash) {
+  const params = new URLSearchParams(hash.replace(/^#/, ""));
   const number = (name) => (params.has(name) && params.get(name) !== "" && Number.isFinite(Number(params.get(name)))
     ? Number(params.get(name)) : null);
   return {

@@ -1,0 +1,115 @@
+"""histoscope in the notebook: `show` a run being logged, a log directory (local or an
+fsspec URL) or series already loaded as a live, accessible widget (anywidget) in Jupyter,
+JupyterLab, VS Code and Colab. The widget is the viewer's own page and modules; a run's
+histograms reach it from the run's writer as they are binned, and a saved notebook keeps
+a snapshot and an HTML fallback. Needs the ``notebook`` extra (``pip install
+'histoscope[notebook]'``); nothing of it is imported until a widget is shown.
+
+Example:
+    >>> import histoscope as hs
+    >>> run = hs.init("demo")  # doctest: +SKIP
+    >>> hs.show(run)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from ..read.series import HistogramSeries
+    from ..write.run import Run
+    from .widget import Widget
+
+__all__ = ["Shown", "show", "widget"]
+
+#: What a widget can show: a run, a log directory or URL, or series already loaded.
+Shown = Union["Run", str, "os.PathLike[str]", "HistogramSeries", Sequence["HistogramSeries"]]
+
+_TAKES = "show() takes a Run, a log directory, HistogramSeries or a chart"
+_INSTALL = "the notebook widget needs anywidget: pip install 'histoscope[notebook]'"
+
+
+def widget(
+    source: Shown, *, storage_options: Mapping[str, Any] | None = None, height: int | None = None
+) -> Widget:
+    """A live widget on ``source``, not displayed yet: a `Run` of this process, a log
+    directory or fsspec URL (with ``storage_options``), or `HistogramSeries`. A run's
+    widget is made once and shown again after that.
+
+    Raises ImportError without anywidget, FileNotFoundError for a log directory that is
+    not there, TypeError for anything else.
+    """
+    try:
+        from .widget import HEIGHT, Widget
+    except ImportError as error:
+        raise ImportError(_INSTALL) from error
+    from .. import _core
+    from ..read.series import HistogramSeries
+    from ..write.run import Run
+    from .feeds import Feed, LogdirFeed, RunFeed, SeriesFeed
+
+    shown = HEIGHT if height is None else height
+    feed: Feed
+    if isinstance(source, Run):
+        held = getattr(source, "_widget", None)
+        if held is not None and not source.closed:
+            return held
+        if source.closed:
+            from ..read import load_histograms
+
+            loaded = load_histograms(source.path)
+            held_series = [one for runs in loaded.values() for one in runs.values()]
+            feed = SeriesFeed(held_series, source.name, run=f"{source.project}/{source.name}")
+        else:
+            feed = RunFeed(source, _core.LiveChart())
+        made = Widget(feed, height=shown)
+        source._widget = made
+        return made
+    if isinstance(source, (str, os.PathLike)):
+        return Widget(LogdirFeed(source, storage_options), height=shown)
+    given = [source] if isinstance(source, HistogramSeries) else source
+    series = (
+        [s for s in given if isinstance(s, HistogramSeries)] if isinstance(given, Sequence) else []
+    )
+    if series and len(series) == len(given):
+        return Widget(SeriesFeed(series), height=shown)
+    raise TypeError(f"{_TAKES}, got {type(source).__name__}")
+
+
+def show(source: Any, **options: Any) -> Any:
+    """Shows ``source`` in the notebook as a live widget (see `widget`); a
+    `TensorBoardChart` as its accessible chart page (`histoscope.view.html.show`).
+    Outside a kernel, a run or log directory has no widget: use ``histoscope view``.
+
+    Example:
+        >>> import histoscope as hs
+        >>> hs.show(object())
+        Traceback (most recent call last):
+        ...
+        TypeError: show() takes a Run, a log directory, HistogramSeries or a chart, got object
+    """
+    from ..view import html
+
+    if all(hasattr(source, name) for name in html._CHART_FIELDS):
+        return html.show(source, **options)
+    if not html._in_kernel():
+        _check_shown(source)
+        raise RuntimeError(
+            "histoscope's widget shows in a notebook (a Jupyter kernel); outside one, "
+            "run `histoscope view LOGDIR` and open its address"
+        )
+    from IPython.display import display
+
+    display(widget(source, **options))
+    return None
+
+
+def _check_shown(source: Any) -> None:
+    from ..read.series import HistogramSeries
+    from ..write.run import Run
+
+    kinds = (Run, str, os.PathLike, HistogramSeries, Sequence)
+    if not isinstance(source, kinds):
+        raise TypeError(f"{_TAKES}, got {type(source).__name__}")

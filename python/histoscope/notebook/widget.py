@@ -1,0 +1,185 @@
+"""The notebook widget (anywidget): the viewer's page in an output, over the core's live
+chart, which a feed (`feeds`) fills. A thread sends what changed a few times a second,
+each message within a byte budget; at the end of each cell the widget saves a snapshot
+(the ``_snapshot`` trait, kept in a saved notebook's widget state) and refreshes its
+output's HTML fallback, the report's page of the same data, for where widgets are not
+live (GitHub, nbviewer). Importing this module imports anywidget: `histoscope.notebook`
+does so only when a widget is made.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import warnings
+import weakref
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ..errors import HistoscopeWarning
+from ..view.page import widget_module, widget_page
+from ..view.report import report_page
+from .feeds import Feed
+from .messages import message, pack, report_data
+
+__all__ = ["BUDGET_BYTES", "HEIGHT", "INTERVAL_SECONDS", "Widget"]
+
+#: The most bytes one update sends (what does not fit waits for the next).
+BUDGET_BYTES = 96 * 1024
+#: How often the thread looks for changes: at most this many updates a second, inverted.
+INTERVAL_SECONDS = 0.25
+#: The widget's height in pixels; the page scrolls inside it.
+HEIGHT = 800
+
+_shown: weakref.WeakSet[Widget] = weakref.WeakSet()
+_hooked = False
+
+
+class Widget(anywidget.AnyWidget):
+    """A live histoscope viewer in a notebook output, filled by ``feed``.
+
+    Example:
+        >>> import histoscope as hs, histoscope.notebook  # doctest: +SKIP
+        >>> hs.show("logs/")  # doctest: +SKIP
+    """
+
+    _esm = traitlets.Unicode(widget_module()).tag(sync=True)
+    _page = traitlets.Unicode("").tag(sync=True)
+    _snapshot = traitlets.Bytes(b"").tag(sync=True)
+    height = traitlets.Int(HEIGHT).tag(sync=True)
+
+    def __init__(
+        self,
+        feed: Feed,
+        *,
+        height: int = HEIGHT,
+        budget_bytes: int = BUDGET_BYTES,
+        interval: float = INTERVAL_SECONDS,
+    ) -> None:
+        super().__init__(_page=widget_page(f"histoscope: {feed.title}"), height=height)
+        self.feed = feed
+        self.budget_bytes = budget_bytes
+        self.interval = interval
+        self.updates = 0
+        self.bytes_sent = 0
+        self._snapshot_at = -1
+        self._findings: dict[str, Any] = {"findings": [], "notes": []}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._handles: list[Any] = []
+        self._warned: set[str] = set()
+        self._thread = threading.Thread(target=self._work, name="histoscope-widget", daemon=True)
+        self._thread.start()
+        _shown.add(self)
+        _hook_cells()
+
+    def send_changes(self, everything: bool = False) -> int:
+        """Sends what changed, one update within the budget (all of it with
+        ``everything``); returns the number of updates sent."""
+        sent = 0
+        with self._lock:
+            while True:
+                update = self.feed.chart.take_update(self.budget_bytes)
+                found = self.feed.findings() if sent == 0 else None
+                if found is not None:
+                    self._findings = found
+                if not update.changes and found is None:
+                    return sent
+                header, buffers = message(update, self.feed.chart.bins, found)
+                self.send(header, buffers)
+                self.updates += 1
+                self.bytes_sent += sum(len(b) for b in buffers)
+                sent += 1
+                if not everything:
+                    return sent
+
+    def settle(self) -> None:
+        """Sends everything pending, then saves the snapshot and the HTML fallback if the
+        widget changed since they were last saved (at the end of each cell)."""
+        self.send_changes(everything=True)
+        if self._snapshot_at == self.updates:
+            return
+        with self._lock:
+            whole = self.feed.chart.whole()
+            header, buffers = message(whole, self.feed.chart.bins, self._findings)
+            self._snapshot = pack(header, buffers)
+            self._snapshot_at = self.updates
+        bundle = self._bundle()
+        for handle in self._handles:
+            handle.update(bundle, raw=True)
+
+    def fallback(self) -> str:
+        """The output's HTML where widgets are not live: the report's page of what the
+        widget holds, framed so that its ids and scripts stay its own."""
+        whole = self.feed.chart.whole()
+        if not whole.changes:
+            return "<p>histoscope: no histograms yet. This output is live where widgets are.</p>"
+        data = report_data(whole, self.feed.chart.bins, self._findings["findings"])
+        title = html.escape(f"histoscope: {self.feed.title}")
+        page = report_page(data, self.feed.title)
+        return (
+            f'<iframe title="{title}" sandbox="allow-scripts" srcdoc="{html.escape(page)}"'
+            f' style="width:100%;height:{self.height}px;border:0"></iframe>'
+        )
+
+    def close(self) -> None:
+        """Stops following and closes the widget."""
+        self._stop.set()
+        self.feed.close()
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"histoscope widget of {self.feed.title} ({self.updates} updates sent)"
+
+    def _bundle(self) -> dict[str, Any]:
+        # anywidget answers (data, metadata), ipywidgets the data alone.
+        shown = super()._repr_mimebundle_()
+        bundle = dict((shown[0] if isinstance(shown, tuple) else shown) or {})
+        bundle["text/html"] = self.fallback()
+        return bundle
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        self._handles.append(display(self._bundle(), raw=True, display_id=True))
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            self._guard("reading", self.feed.poll)
+            self._guard("sending", self.send_changes)
+            if self.feed.done and not self.feed.chart.pending:
+                self._guard("saving", self.settle)
+                return
+            self._stop.wait(self.interval)
+
+    def _guard(self, what: str, action: Any) -> None:
+        try:
+            action()
+        except Exception as error:  # noqa: BLE001 - one warning, the widget goes on
+            said = f"{what}: {type(error).__name__}: {error}"
+            if said not in self._warned:
+                self._warned.add(said)
+                warnings.warn(
+                    f"histoscope widget {self.feed.title}: {said}", HistoscopeWarning, stacklevel=1
+                )
+
+
+def _hook_cells() -> None:
+    """Has IPython settle every shown widget at the end of each cell, once."""
+    global _hooked
+    if _hooked:
+        return
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.events.register("post_run_cell", _settle_all)
+    _hooked = True
+
+
+def _settle_all(*_result: Any) -> None:
+    for widget in list(_shown):
+        widget._guard("saving", widget.settle)

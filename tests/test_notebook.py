@@ -1,0 +1,146 @@
+"""The notebook widget (histoscope.notebook): the core's live chart as the page receives
+it, the widget's page in Chromium, notebooks executed headless (state and fallback kept),
+and a real JupyterLab driven by keyboard while a training runs (tests/notebook_lab.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from browser import browser  # noqa: F401 - the fixture
+from playwright.sync_api import Browser
+from widget_page import deliver, held, open_widget
+
+import histoscope as hs
+from histoscope import _core
+from histoscope.notebook.messages import FIGURES, message, pack
+
+#: The widget's shadow root, in the page's JavaScript.
+ROOT = "document.querySelector('.histoscope-widget').shadowRoot"
+
+
+def _stats(values: np.ndarray) -> _core.Stats:
+    return _core.Stats(
+        count=float(values.size), min=float(values.min()), max=float(values.max()),
+        mean=float(values.mean()), std=float(values.std()), nonfinite=0.0, below=0.0, above=0.0,
+    )  # fmt: skip
+
+
+def _buckets(values: np.ndarray, bins: int = 12) -> np.ndarray:
+    counts, edges = np.histogram(values, bins=bins)
+    return np.column_stack([edges[:-1], edges[1:], counts]).astype(np.float64)
+
+
+def _grow(chart: _core.LiveChart, steps: range, restart_at: int | None = None) -> list:
+    """Adds steps of three keys whose spread grows (the bins widen), one restarted."""
+    rng = np.random.default_rng(0)
+    for step in steps:
+        for i, tag in enumerate(["layer/<b>weight</b>", "layer/bias", "grad"]):
+            values = rng.normal(i, 1 + step / 10, 200)
+            chart.add(tag, "run", step, _buckets(values), _stats(values))
+        if restart_at is not None and step == restart_at:
+            values = rng.normal(0, 1, 200)
+            chart.add("grad", "run", 3, _buckets(values), _stats(values))
+    return []
+
+
+def _expected(chart: _core.LiveChart) -> dict:
+    """Per key, the steps and counts the core holds, decoded from its whole update."""
+    whole = chart.whole()
+    out, at = {}, 0
+    counts = whole.counts.reshape(-1, chart.bins)
+    for change in whole.changes:
+        rows = slice(at, at + change.rows)
+        out[change.tag] = (whole.steps[rows].tolist(), counts[rows].tolist())
+        at += change.rows
+    return out
+
+
+def _page_holds(page, chart: _core.LiveChart) -> None:
+    data = held(page)
+    for tag, (steps, counts) in _expected(chart).items():
+        entry = data["cards"][tag]["runs"]["run"]
+        assert entry["steps"] == steps, tag
+        np.testing.assert_allclose(entry["counts"], counts, rtol=1e-6)
+        assert set(entry["stats"]) == set(FIGURES)
+
+
+def test_the_module_and_page_carry_no_import_and_no_script() -> None:
+    from histoscope.view.page import widget_module, widget_page
+
+    assert "import " not in widget_module()
+    page = widget_page("<img src=x onerror=alert(1)>")
+    assert "<img src=x" not in page and '<script type="module' not in page
+
+
+def test_the_page_follows_the_core_update_by_update(browser: Browser) -> None:  # noqa: F811
+    """Small budgets (several updates per step), bins widening, steps halved and a
+    restart: the page ends up holding exactly what the core holds, and a page made
+    from the snapshot holds the same."""
+    chart = _core.LiveChart(bins=12, keep=8)
+    context = browser.new_context()
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    open_widget(page)
+    for block in range(6):
+        _grow(chart, range(block * 7, block * 7 + 7), restart_at=10 if block == 1 else None)
+        while chart.pending:
+            header, buffers = message(chart.take_update(900), chart.bins)
+            assert len(header["changes"]) >= 1
+            deliver(page, header, buffers)
+    _page_holds(page, chart)
+    status = f"{ROOT}.getElementById('status').textContent"
+    page.wait_for_function(f"() => {status}.includes('3 histogram keys')")
+    # Key names are text: the markup in one is shown, never parsed.
+    headings = page.evaluate(f"() => [...{ROOT}.querySelectorAll('h3')].map(h => h.textContent)")
+    assert any("<b>weight</b>" in h for h in headings), headings
+    header, buffers = message(chart.whole(), chart.bins, {"findings": [], "notes": []})
+    again = context.new_page()
+    open_widget(again, pack(header, buffers))
+    _page_holds(again, chart)
+    assert errors == []
+    context.close()
+
+
+def test_the_widget_is_drawn_read_by_keyboard_and_passes_axe(browser: Browser) -> None:  # noqa: F811
+    chart = _core.LiveChart()
+    _grow(chart, range(20))
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    open_widget(page)
+    deliver(page, *message(chart.take_update(1 << 20), chart.bins, {"findings": [], "notes": []}))
+    root = ROOT
+    page.wait_for_function(
+        f"() => {root}.querySelectorAll('.card.mounted canvas, .card.mounted svg').length > 0"
+    )
+    page.wait_for_function(f"() => {root}.querySelectorAll('#overview canvas').length > 0")
+    chart_node = page.locator(".histoscope-widget .card.mounted .chart").first
+    chart_node.focus()
+    page.keyboard.press("ArrowRight")
+    announced = page.locator(".histoscope-widget .card.mounted .announcement").first
+    announced.wait_for()
+    page.wait_for_function(
+        f"() => ({root}.querySelector('.card.mounted .announcement').textContent || '').length > 0"
+    )
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
+    context.close()
+
+
+def test_show_refuses_what_it_cannot_show_and_needs_a_kernel(tmp_path) -> None:
+    with pytest.raises(TypeError, match="show\\(\\) takes a Run"):
+        hs.show(42)
+    run = hs.init("nb", dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="histoscope view"):
+        hs.show(run)
+    run.finish()
+
+
+def test_importing_histoscope_imports_no_widget() -> None:
+    code = "import sys, histoscope; print('anywidget' in sys.modules, 'ipywidgets' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
