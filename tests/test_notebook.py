@@ -144,3 +144,80 @@ def test_importing_histoscope_imports_no_widget() -> None:
     code = "import sys, histoscope; print('anywidget' in sys.modules, 'ipywidgets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+TRAINING = """
+import tempfile, time, torch, histoscope as hs
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+run = hs.init("nb", run_name="live", dir=tempfile.mkdtemp())
+run.watch(model, every=2, log="all")
+hs.show(run)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+for step in range({steps}):
+    x = torch.randn(64, 8)
+    loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    time.sleep({pause})
+run.flush()
+time.sleep(0.5)
+print("updates", run._widget.updates, "largest", run._widget.largest_update)
+"""
+
+
+def execute(cells: list[str], timeout: int = 240):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3").execute()
+    return notebook
+
+
+def test_an_executed_notebook_keeps_the_widget_and_a_fallback(browser, tmp_path) -> None:  # noqa: F811
+    """nbclient saves the widget's state (its snapshot) and, in the output, the report of
+    the same data, which opens offline in Chromium with its cards drawn."""
+    import base64
+    import json
+
+    from widget_page import held as held_by
+
+    notebook = execute([TRAINING.format(steps=120, pause=0.01)])
+    outputs = notebook.cells[0].outputs
+    shown = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(shown) == 1, outputs
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    updates, largest = (int(w) for w in printed.split()[1::2][:2])
+    assert updates >= 2 and largest <= 100 * 1024, printed
+    model_id = shown[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    state = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    buffers = {tuple(b["path"]): b["data"] for b in state[model_id].get("buffers", [])}
+    snapshot = base64.b64decode(buffers[("_snapshot",)])
+    length = int.from_bytes(snapshot[:4], "little")
+    header = json.loads(snapshot[4 : 4 + length])
+    keys = {c["tag"] for c in header["changes"]}
+    assert {"parameters/0.weight", "gradients/2.bias"} <= keys, keys
+    # The saved state draws the same widget: a page made from it holds every key.
+    context = browser.new_context()
+    page = context.new_page()
+    open_widget(page, snapshot)
+    assert set(held_by(page)["cards"]) == keys
+    context.close()
+    fallback = shown[0]["data"]["text/html"]
+    assert fallback.startswith("<iframe") and "histoscope report" in fallback
+    path = tmp_path / "fallback.html"
+    path.write_text(f'<!DOCTYPE html><html lang="en"><title>fallback</title>{fallback}</html>')
+    context = browser.new_context()
+    fetched: list[str] = []
+    context.route(
+        lambda url: not url.startswith(("file:", "about:")),
+        lambda r: (fetched.append(r.request.url), r.abort()),
+    )
+    page = context.new_page()
+    page.goto(path.as_uri())
+    frame = page.frame_locator("iframe")
+    frame.locator(".card.mounted canvas, .card.mounted svg").first.wait_for(timeout=30_000)
+    assert fetched == []
+    context.close()

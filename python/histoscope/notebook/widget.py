@@ -10,6 +10,7 @@ does so only when a widget is made.
 from __future__ import annotations
 
 import html
+import json
 import threading
 import warnings
 import weakref
@@ -62,8 +63,10 @@ class Widget(anywidget.AnyWidget):
         self.feed = feed
         self.budget_bytes = budget_bytes
         self.interval = interval
+        #: Updates sent, their bytes in all, and the largest's.
         self.updates = 0
         self.bytes_sent = 0
+        self.largest_update = 0
         self._snapshot_at = -1
         self._findings: dict[str, Any] = {"findings": [], "notes": []}
         self._lock = threading.Lock()
@@ -89,8 +92,10 @@ class Widget(anywidget.AnyWidget):
                     return sent
                 header, buffers = message(update, self.feed.chart.bins, found)
                 self.send(header, buffers)
+                size = sum(len(b) for b in buffers) + len(json.dumps(header))
                 self.updates += 1
-                self.bytes_sent += sum(len(b) for b in buffers)
+                self.bytes_sent += size
+                self.largest_update = max(self.largest_update, size)
                 sent += 1
                 if not everything:
                     return sent
