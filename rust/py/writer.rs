@@ -225,7 +225,8 @@ impl EventFileWriter {
         let chart = chart.chart.clone();
         py.detach(|| {
             self.with(|w| {
-                w.charts.retain(|(held, _)| !std::sync::Arc::ptr_eq(held, &chart));
+                w.charts
+                    .retain(|(held, _)| !std::sync::Arc::ptr_eq(held, &chart));
                 Ok::<_, PyErr>(())
             })
         })
