@@ -38,12 +38,13 @@ pub struct LiveUpdate {
 }
 
 impl LiveUpdate {
-    /// About the bytes the update takes to send: its numbers and the names.
+    /// About the bytes the update takes to send: its numbers, and the names with the
+    /// rest of a change's header as JSON writes it.
     pub fn bytes(&self) -> usize {
         let names: usize = self
             .changes
             .iter()
-            .map(|c| c.tag.len() + c.run.len() + 48)
+            .map(|c| c.tag.len() + c.run.len() + 96)
             .sum();
         names
             + 8 * (self.edges.len() + self.steps.len())

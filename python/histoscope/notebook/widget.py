@@ -28,7 +28,7 @@ from .messages import message, pack, report_data
 __all__ = ["BUDGET_BYTES", "HEIGHT", "INTERVAL_SECONDS", "Widget"]
 
 #: The most bytes one update sends (what does not fit waits for the next).
-BUDGET_BYTES = 96 * 1024
+BUDGET_BYTES = 90 * 1024
 #: How often the thread looks for changes: at most this many updates a second, inverted.
 INTERVAL_SECONDS = 0.25
 #: The widget's height in pixels; the page scrolls inside it.

@@ -1,0 +1,110 @@
+"""What a notebook widget showing a training costs the training, against `watch` alone.
+
+A 100-layer MLP (64 wide, as in bench_alerts.py) trained on the CPU with
+``run.watch(model, log="all", every=1)``: 400 keys a step. Two trainings, each in a
+run kept open, in interleaved blocks of ``train-steps`` steps: one watched alone, one
+watched and shown in a `histoscope.notebook.widget.Widget` (its writer feeding the
+core's live chart, its thread taking and sending updates). Outside a kernel the
+widget's comm sends nowhere, but every update is still taken from the core, encoded
+as a header and buffers and handed to the comm, as in a notebook. Printed: the
+overhead per block and its median over the second half (a training past its
+start), the updates sent, the largest update's bytes, and the time from a step's
+end to the update that carries it (the kernel's part of the way to the page; the
+page draws within its next frame).
+
+    python benches/bench_widget.py [--blocks 12] [--train-steps 40]
+
+Targets (issue 29): at most 2 % of a watched step, at most 100 KB per update. Logs go
+to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from bench_alerts import Training
+
+from histoscope.notebook import widget
+
+
+class Shown(Training):
+    """A training whose run is shown in a widget, every send's time and last step noted."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__("off", folder)
+        self.widget = widget(self.run)
+        self.ended: dict[int, float] = {}
+        self.latency: list[float] = []
+        send = self.widget.send
+
+        def noted(content: Any, buffers: Any = None) -> None:
+            send(content, buffers)
+            if buffers and len(buffers[1]):
+                import numpy as np
+
+                last = int(np.frombuffer(buffers[1], dtype=np.float64).max())
+                if last in self.ended:
+                    self.latency.append(time.perf_counter() - self.ended[last])
+
+        self.widget.send = noted  # type: ignore[method-assign]
+
+    def block(self, steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            loss = self.model(self.x).pow(2).mean()
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            self.run.log({"loss": loss.item()}, step=self.step)
+            self.ended[self.step] = time.perf_counter()
+            self.step += 1
+        return (time.perf_counter() - start) / steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=12)
+    parser.add_argument("--train-steps", type=int, default=40)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = Training("off", Path(tmp) / "alone")
+        shown = Shown(Path(tmp) / "shown")
+        overheads = []
+        for block in range(args.blocks):
+            pair = [("alone", alone), ("shown", shown)]
+            times = {
+                name: t.block(args.train_steps) for name, t in (pair if block % 2 else pair[::-1])
+            }
+            overheads.append(times["shown"] / times["alone"] - 1.0)
+            print(
+                f"  block {block}: watch alone {1e3 * times['alone']:.1f} ms/step, "
+                f"shown {1e3 * times['shown']:.1f} ms/step ({100 * overheads[-1]:+.1f} %)"
+            )
+        time.sleep(1.0)
+        w = shown.widget
+        steady = statistics.median(overheads[len(overheads) // 2 :])
+        print(f"widget overhead, median of the second half: {100 * steady:+.2f} %  (target <= 2 %)")
+        print(
+            f"updates sent {w.updates}, largest {w.largest_update / 1024:.1f} KB (target 100 KB), "
+            f"{w.bytes_sent / max(1, w.updates) / 1024:.1f} KB on average"
+        )
+        if shown.latency:
+            lat = sorted(shown.latency)
+            print(
+                f"step end to its update sent: median {1e3 * lat[len(lat) // 2]:.0f} ms, "
+                f"worst {1e3 * lat[-1]:.0f} ms"
+            )
+        w.close()
+        alone.run.finish()
+        shown.run.finish()
+
+
+if __name__ == "__main__":
+    main()
