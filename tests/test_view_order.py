@@ -198,3 +198,18 @@ def test_the_overview_is_coloured_by_distance_in_compare_mode(page: Page) -> Non
     expect(page.locator("#overview-stat")).to_have_value("std", timeout=20000)
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_a_card_being_read_keeps_its_focus_when_the_cards_are_placed_again(page: Page) -> None:
+    """A new order (or a refresh) places the cards again: the card with the focus keeps it,
+    as a screen reader would otherwise be thrown back to the top of the page."""
+    cards = page.locator('details.section[data-section="weights"] article.card')
+    expect(cards).to_have_count(len(KEYS), timeout=20000)
+    chart = page.locator('article.card[data-tag="weights/layer03"] .chart')
+    chart.focus()
+    page.evaluate(  # the order changed while the focus stays in the card
+        "() => { const o = document.getElementById('order'); o.value = 'std_last';"
+        " o.dispatchEvent(new Event('change', { bubbles: true })); }"
+    )
+    expect(cards.first).to_have_attribute("data-tag", WIDEST)
+    expect(chart).to_be_focused()

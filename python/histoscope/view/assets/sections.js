@@ -75,6 +75,9 @@ export function makeSections(app) {
       section.hidden = app.orderKeys(section.hidden);
     }
     state.sections = [...bySection.values()].sort((a, b) => naturalOrder(a.name, b.name));
+    // Moving a node out of the page takes its focus: a card being read when a refresh or
+    // a new order places the cards again keeps it.
+    const focused = $("sections").contains(app.root.activeElement) ? app.root.activeElement : null;
     $("sections").replaceChildren(...state.sections.map((section) => {
       const details = document.createElement("details");
       details.className = "section";
@@ -103,6 +106,7 @@ export function makeSections(app) {
       }
       return details;
     }));
+    if (focused && focused.isConnected && app.root.activeElement !== focused) focused.focus({ preventScroll: true });
     applyFilter();
   }
 
