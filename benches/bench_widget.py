@@ -3,7 +3,7 @@
 A 100-layer MLP (64 wide, as in bench_alerts.py) trained on the CPU with
 ``run.watch(model, log="all", every=1)``: 400 keys a step. Two trainings, each in a
 run kept open, in interleaved blocks of ``train-steps`` steps: one watched alone, one
-watched and shown in a `histoscope.notebook.widget.Widget` (its writer feeding the
+watched and shown in a `histoscope.notebook.live_widget.Widget` (its writer feeding the
 core's live chart, its thread taking and sending updates). Outside a kernel the
 widget's comm sends nowhere, but every update is still taken from the core, encoded
 as a header and buffers and handed to the comm, as in a notebook. Printed: the

@@ -10,13 +10,14 @@ import sys
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from browser import browser  # noqa: F401 - the fixture
 from playwright.sync_api import Browser
 from widget_page import deliver, held, open_widget
 
 import histoscope as hs
 from histoscope import _core
 from histoscope.notebook.messages import FIGURES, message, pack
+
+pytest_plugins = ["browser"]  # the browser fixture
 
 #: The widget's shadow root, in the page's JavaScript.
 ROOT = "document.querySelector('.histoscope-widget').shadowRoot"
@@ -76,7 +77,7 @@ def test_the_module_and_page_carry_no_import_and_no_script() -> None:
     assert "<img src=x" not in page and '<script type="module' not in page
 
 
-def test_the_page_follows_the_core_update_by_update(browser: Browser) -> None:  # noqa: F811
+def test_the_page_follows_the_core_update_by_update(browser: Browser) -> None:
     """Small budgets (several updates per step), bins widening, steps halved and a
     restart: the page ends up holding exactly what the core holds, and a page made
     from the snapshot holds the same."""
@@ -106,7 +107,7 @@ def test_the_page_follows_the_core_update_by_update(browser: Browser) -> None:  
     context.close()
 
 
-def test_the_widget_is_drawn_read_by_keyboard_and_passes_axe(browser: Browser) -> None:  # noqa: F811
+def test_the_widget_is_drawn_read_by_keyboard_and_passes_axe(browser: Browser) -> None:
     chart = _core.LiveChart()
     _grow(chart, range(20))
     context = browser.new_context(viewport={"width": 1100, "height": 900})
@@ -167,16 +168,31 @@ print("updates", run._widget.updates, "largest", run._widget.largest_update)
 """
 
 
-def execute(cells: list[str], timeout: int = 240):
+EXECUTE = """
+import sys, nbformat
+from nbclient import NotebookClient
+notebook = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(notebook, timeout=int(sys.argv[2]), kernel_name="python3").execute()
+nbformat.write(notebook, sys.argv[1])
+"""
+
+
+def execute(cells: list[str], path, timeout: int = 240):
+    """Runs the cells in a fresh kernel, as a saved notebook, and reads it back. In a child
+    process: nbclient leaves an asyncio loop that Playwright's sync API then refuses."""
     import nbformat
-    from nbclient import NotebookClient
 
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3").execute()
-    return notebook
+    nbformat.write(notebook, path)
+    done = subprocess.run(
+        [sys.executable, "-c", EXECUTE, str(path), str(timeout)],
+        capture_output=True, text=True, timeout=timeout + 60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    return nbformat.read(path, as_version=4)
 
 
-def test_an_executed_notebook_keeps_the_widget_and_a_fallback(browser, tmp_path) -> None:  # noqa: F811
+def test_an_executed_notebook_keeps_the_widget_and_a_fallback(browser, tmp_path) -> None:
     """nbclient saves the widget's state (its snapshot) and, in the output, the report of
     the same data, which opens offline in Chromium with its cards drawn."""
     import base64
@@ -184,7 +200,7 @@ def test_an_executed_notebook_keeps_the_widget_and_a_fallback(browser, tmp_path)
 
     from widget_page import held as held_by
 
-    notebook = execute([TRAINING.format(steps=120, pause=0.01)])
+    notebook = execute([TRAINING.format(steps=120, pause=0.01)], tmp_path / "run.ipynb")
     outputs = notebook.cells[0].outputs
     shown = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert len(shown) == 1, outputs
@@ -221,3 +237,39 @@ def test_an_executed_notebook_keeps_the_widget_and_a_fallback(browser, tmp_path)
     frame.locator(".card.mounted canvas, .card.mounted svg").first.wait_for(timeout=30_000)
     assert fetched == []
     context.close()
+
+
+AS_LAST_LINE = """
+import tempfile, numpy as np, histoscope as hs
+run = hs.init("nb", run_name="last", dir=tempfile.mkdtemp())
+for step in range(3):
+    run.add_histogram("w", np.random.default_rng(step).normal(size=100), step)
+run
+"""
+
+
+def test_a_run_as_the_last_line_of_a_cell_is_its_widget_shown_once(tmp_path) -> None:
+    """IPython shows a Run by the formatter histoscope.notebook registers; shown again,
+    it is the same widget (one model), and a finished run is still drawn from its file."""
+    notebook = execute([AS_LAST_LINE, "run", "run.finish()\nrun"], tmp_path / "last.ipynb")
+    views = [
+        [o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] for o in cell.outputs
+         if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+        for cell in notebook.cells
+    ]  # fmt: skip
+    assert [len(v) for v in views] == [1, 1, 1], views
+    assert views[0] == views[1] and views[2] != views[0]
+
+
+def test_outside_a_kernel_a_run_shown_by_ipython_is_its_text() -> None:
+    code = (
+        "from IPython.testing.globalipapp import start_ipython\n"
+        "shell = start_ipython()\n"
+        "import tempfile, histoscope as hs\n"
+        "run = hs.init('p', run_name='r', dir=tempfile.mkdtemp())\n"
+        "shell.display_formatter.format(run)\n"
+        "run.finish()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "Run(project='p', name='r'" in out.stdout

@@ -14,13 +14,14 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     from ..read.series import HistogramSeries
     from ..write.run import Run
-    from .widget import Widget
+    from .live_widget import Widget
 
 __all__ = ["Shown", "show", "widget"]
 
@@ -42,7 +43,7 @@ def widget(
     not there, TypeError for anything else.
     """
     try:
-        from .widget import HEIGHT, Widget
+        from .live_widget import HEIGHT, Widget
     except ImportError as error:
         raise ImportError(_INSTALL) from error
     from .. import _core
@@ -106,6 +107,35 @@ def show(source: Any, **options: Any) -> Any:
     return None
 
 
+def _display_run(run: Run) -> None:
+    """A run as a cell's last line: its live widget in a kernel, its text elsewhere
+    (a terminal IPython, or without the ``notebook`` extra)."""
+    import warnings
+
+    from ..errors import HistoscopeWarning
+    from ..view import html
+
+    if not html._in_kernel():
+        print(repr(run))
+        return
+    try:
+        show(run)
+    except ImportError as error:
+        warnings.warn(str(error), HistoscopeWarning, stacklevel=2)
+        print(repr(run))
+
+
+def _register_display() -> None:
+    """Teaches a running IPython to show a `Run` as its widget. By the class's name, so
+    nothing of the writer (or IPython, outside one) is imported for it."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return
+    formatter = shell.display_formatter.ipython_display_formatter
+    formatter.for_type_by_name("histoscope.write.run", "Run", _display_run)
+
+
 def _check_shown(source: Any) -> None:
     from ..read.series import HistogramSeries
     from ..write.run import Run
@@ -113,3 +143,6 @@ def _check_shown(source: Any) -> None:
     kinds = (Run, str, os.PathLike, HistogramSeries, Sequence)
     if not isinstance(source, kinds):
         raise TypeError(f"{_TAKES}, got {type(source).__name__}")
+
+
+_register_display()

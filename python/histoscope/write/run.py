@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _args, _core
 from ..diagnose import Finding
-from ..errors import HistoscopeWarning
 from .alerts import Alert, AlertPolicy, Alerts, RunAlerts
 from .histogram import Histogram, prepare_weights
 from .loggable import loggable, snapshot_nbytes
@@ -408,17 +406,6 @@ class Run:
 
     def __exit__(self, *exc_info: object) -> None:
         self.finish()
-
-    def _ipython_display_(self) -> None:
-        """In a notebook, the run as a live widget (`histoscope.show`); its text without
-        the ``notebook`` extra."""
-        from ..notebook import show
-
-        try:
-            show(self)
-        except ImportError as error:
-            warnings.warn(str(error), HistoscopeWarning, stacklevel=2)
-            print(repr(self))
 
     def __repr__(self) -> str:
         state = "finished" if self.closed else "open"
