@@ -32,7 +32,7 @@ FAKE_MODEL = """
   const url = URL.createObjectURL(new Blob([esm], { type: "text/javascript" }));
   return import(url).then((module) => {
     const el = document.createElement("div");
-    document.body.appendChild(el);
+    document.querySelector("main").appendChild(el);
     module.default.initialize({ model });
     module.default.render({ model, el });
   });
@@ -41,9 +41,11 @@ FAKE_MODEL = """
 
 
 def open_widget(page: Page, snapshot: bytes | None = None, title: str = "test") -> None:
-    """Renders the widget in ``page`` (a blank one), from ``snapshot`` if given."""
+    """Renders the widget in ``page`` (a blank one, its main landmark standing for the
+    notebook's), from ``snapshot`` if given."""
     page.set_content(
-        '<!DOCTYPE html><html lang="en"><head><title>widget</title></head><body></body></html>'
+        '<!DOCTYPE html><html lang="en"><head><title>widget</title></head>'
+        "<body><main></main></body></html>"
     )
     packed = base64.b64encode(snapshot).decode() if snapshot else None
     page.evaluate(FAKE_MODEL, [widget_module(), widget_page(title), packed])

@@ -174,9 +174,16 @@ def widget_page(title: str) -> str:
     document = asset_text("viewer.html")
     body = document[document.index("<body>") + len("<body>") : document.index("{scripts}")]
     body = body.replace("{title}", html.escape(title))
+    # In a notebook the page sits inside the notebook's own main landmark: one region,
+    # named for what it shows, with no banner or main of its own.
+    for tag, kind in (("header", "page-header"), ("main", "page-main")):
+        body = body.replace(f"<{tag}>", f'<div class="{kind}">').replace(f"</{tag}>", "</div>")
     css = re.sub(r"(?m)^(\s*):root\b", r"\1:host", asset_text("viewer.css"))
     css = re.sub(r"(?m)^body \{", ".histoscope-page {", css)
+    css = re.sub(r"(?m)^header \{", ".page-header {", css)
+    label = html.escape(title, quote=True)
     return (
         f"<style>\n{css}\n.histoscope-page {{ overflow: auto; }}\n</style>\n"
-        f'<div class="histoscope-page">{body}</div>\n{vocabulary_script()}'
+        f'<div class="histoscope-page" role="region" aria-label="{label}">{body}</div>\n'
+        f"{vocabulary_script()}"
     )

@@ -1,0 +1,224 @@
+"""The notebook widget in a real JupyterLab, started here and driven in headless Chromium:
+a cell trains a small PyTorch model with `run.watch` and shows `run`; the overview and the
+cards appear and grow while the cell runs, are used by keyboard without JupyterLab taking
+the keys, and axe finds nothing in the widget. Nothing is asked of the network."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from browser import OUTPUT
+from playwright.sync_api import Browser, Page, expect
+
+pytest_plugins = ["browser"]  # the browser fixture
+
+TOKEN = "histoscope-test"
+
+#: The widget's page (its scrolling box) in its shadow root, in the page's JavaScript.
+PAGE = "document.querySelector('.histoscope-widget').shadowRoot.querySelector('.histoscope-page')"
+
+SETUP = """
+import tempfile, time, torch, histoscope as hs
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+run = hs.init("lab", run_name="live", dir=tempfile.mkdtemp())
+run.watch(model, every=2, log="all")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+
+def train(steps):
+    for step in range(steps):
+        x = torch.randn(64, 8)
+        loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        time.sleep(0.05)
+
+train(4)
+run
+"""
+
+#: Long enough to watch the widget grow while the cell is busy (about 20 s).
+TRAIN = "train(400)"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _write_home(root: Path) -> dict[str, str]:
+    """The notebook, and JupyterLab's settings and state kept in ``root``: no news asked
+    for, the notebook's kernel started unasked, nothing read from or written to the
+    user's Jupyter folders."""
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(TRAIN)],
+        metadata={
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+    )
+    nbformat.write(notebook, root / "live.ipynb")
+    settings = {
+        "apputils-extension/notification": '{"fetchNews": "false"}',
+        # Without it JupyterLab now and then asks for a kernel the notebook names.
+        "notebook-extension/tracker": '{"autoStartDefaultKernel": true}',
+    }
+    for name, text in settings.items():
+        path = root / "settings" / "@jupyterlab" / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(root / "config"),
+        JUPYTER_RUNTIME_DIR=str(root / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(root / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(root / "workspaces"),
+    )
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A JupyterLab on a free port, its kernels in its process group; its address."""
+    root = tmp_path_factory.mktemp("lab")
+    env = _write_home(root)
+    port = _free_port()
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]  # fmt: skip
+    log = (root / "lab.log").open("w")
+    process = subprocess.Popen(
+        command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=5)
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:])
+            time.sleep(0.5)
+    yield url
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+    log.close()
+
+
+def _open_notebook(page: Page, url: str) -> None:
+    page.goto(f"{url}/lab/tree/live.ipynb?token={TOKEN}")
+    page.wait_for_function(
+        "() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=120_000
+    )
+    page.wait_for_function(
+        "() => { const s = window.jupyterapp.shell.currentWidget?.sessionContext;"
+        " return s?.isReady && s.session?.kernel?.connectionStatus === 'connected'; }",
+        timeout=120_000,
+    )
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible(
+        timeout=120_000
+    )
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the notebook's full width
+
+
+def _run_both_cells(page: Page) -> None:
+    """As one would: the first cell chosen, then Shift+Enter on it and on the next."""
+    page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").first.click()
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Shift+Enter")
+
+
+def _held(page: Page) -> tuple[int, int]:
+    """The keys the widget's page holds, and the steps it holds of its run."""
+    return page.evaluate(
+        "() => { const d = document.querySelector('.histoscope-widget').histoscopeData;"
+        " const steps = Object.values(d.steps)[0] || []; return [d.tags.length, steps.length]; }"
+    )
+
+
+#: The step the widget's drawn cards show, in the page's JavaScript.
+DRAWN_STEP = "Number(document.querySelector('.histoscope-widget').dataset.step)"
+
+
+def _drawn_step(page: Page) -> int:
+    return int(page.evaluate(f"() => {DRAWN_STEP}"))
+
+
+def test_the_widget_grows_while_the_cell_trains_and_is_read_by_keyboard(
+    browser: Browser, lab: str
+) -> None:
+    context = browser.new_context(viewport={"width": 1400, "height": 1100})
+    asked: list[str] = []
+    context.route(
+        lambda u: not u.startswith(lab), lambda r: (asked.append(r.request.url), r.abort())
+    )
+    errors: list[str] = []
+    page = context.new_page()
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        _watch_the_training(page, lab, errors)
+    except AssertionError:
+        OUTPUT.mkdir(exist_ok=True)
+        page.screenshot(path=str(OUTPUT / "jupyterlab-failed.png"))
+        raise
+    assert asked == [], asked
+    context.close()
+
+
+def _watch_the_training(page: Page, lab: str, errors: list[str]) -> None:
+    _open_notebook(page, lab)
+    _run_both_cells(page)
+    widget = page.locator(".histoscope-widget")
+    expect(widget).to_be_visible(timeout=120_000)
+    busy = page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']")
+    expect(page.locator(".histoscope-widget #overview canvas").first).to_be_visible(timeout=60_000)
+    keys, steps = _held(page)
+    assert keys == 8, keys  # weights and gradients of two layers' weight and bias
+    page.wait_for_function(f"() => {DRAWN_STEP} > 20", timeout=60_000)
+    first_step = _drawn_step(page)
+    # While the second cell is still running, more steps arrive and the page draws them.
+    page.wait_for_function(f"() => {DRAWN_STEP} > {first_step + 40}", timeout=60_000)
+    assert busy.is_visible(), "the training ended before the widget was seen to grow"
+    assert _held(page)[1] > steps
+    card = page.locator(".histoscope-widget article.card").first
+    card.scroll_into_view_if_needed()
+    chart = page.locator(".histoscope-widget .card.mounted .chart").first
+    expect(chart).to_be_visible(timeout=30_000)
+    cells = page.locator(".jp-Notebook .jp-Cell").count()
+    chart.focus()
+    page.keyboard.press("ArrowLeft")
+    announcement = page.locator(".histoscope-widget .card.mounted .announcement").first
+    expect(announcement).not_to_have_text("", timeout=10_000)
+    # Keys that are JupyterLab's shortcuts in command mode stay in the widget:
+    # "a" and "b" would add cells, "d d" delete one.
+    for key in ("a", "b", "d", "d"):
+        page.keyboard.press(key)
+    assert page.locator(".jp-Notebook .jp-Cell").count() == cells
+    expect(chart).to_be_focused()
+    results = Axe().run(page, context=".histoscope-widget")
+    found = [(v["id"], [n["target"] for n in v["nodes"]]) for v in results.response["violations"]]
+    assert found == [], found
+    # The picture in the README: the widget from its top, as the training goes on.
+    page.evaluate(f"() => {{ {PAGE}.scrollTop = 0; }}")
+    OUTPUT.mkdir(exist_ok=True)
+    widget.screenshot(path=str(OUTPUT / "notebook-widget.png"))
+    assert errors == [], errors
+    page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:interrupt')")
