@@ -55,6 +55,11 @@ pub(super) struct LiveSeries {
     /// The steps the page holds, in its order, and the first step replaced since.
     pub sent: Vec<i64>,
     pub sent_valid_below: i64,
+    /// The latest arrival, its buckets in `latest_buckets`, not yet counted on the
+    /// shared bins: most arrivals are replaced by the next before the chart is read,
+    /// and counting one (the costly part of an add) waits until it is kept or read.
+    latest: Option<(i64, Stats)>,
+    latest_buckets: Vec<f64>,
 }
 
 impl LiveSeries {
@@ -69,7 +74,30 @@ impl LiveSeries {
             tail: false,
             sent: Vec::new(),
             sent_valid_below: i64::MAX,
+            latest: None,
+            latest_buckets: Vec::new(),
         }
+    }
+
+    fn last_step(&self) -> Option<i64> {
+        self.latest
+            .map(|(step, _)| step)
+            .or(self.steps.last().copied())
+    }
+
+    /// Whether the next arrival falls on the stride (it stays until a halving).
+    fn on_stride(&self) -> bool {
+        self.arrived.is_multiple_of(self.stride)
+    }
+
+    /// Passes over an arrival off the stride that the next replaces: what `push` and
+    /// the next `push` would leave of it, with nothing counted.
+    fn pass_over(&mut self, bins: usize) {
+        if self.tail {
+            self.truncate(self.steps.len() - 1, bins);
+            self.tail = false;
+        }
+        self.arrived += 1;
     }
 
     fn truncate(&mut self, rows: usize, bins: usize) {
@@ -144,19 +172,60 @@ impl LiveChart {
     /// rows) and statistics. A step not after the series' last replaces the steps
     /// from it on, as a restart does.
     pub fn add(&mut self, tag: &str, run: &str, step: i64, buckets: &[f64], stats: &Stats) {
-        let bins = self.bins;
-        let keep = self.keep;
+        self.arrive(tag, run, step, stats, |held| {
+            held.extend_from_slice(buckets)
+        });
+    }
+
+    /// An arrival, its buckets laid out by `lay` into the series' room for them.
+    fn arrive(
+        &mut self,
+        tag: &str,
+        run: &str,
+        step: i64,
+        stats: &Stats,
+        lay: impl FnOnce(&mut Vec<f64>),
+    ) {
+        let (bins, keep) = (self.bins, self.keep);
         let at = self.tag_index(tag);
         let live = &mut self.tags[at];
-        live.widen(extent(&[buckets]), bins);
-        let row = rebin_over(&[buckets], live.extent, bins).counts;
-        let mut figures = stats.to_array().to_vec();
-        figures.push(profile(buckets, stats).zero_share);
-        let series = live.series(run);
-        if series.steps.last().is_some_and(|&last| step <= last) {
-            series.purge_from(step, bins);
+        let s = live.series_index(run);
+        if live.runs[s].last_step().is_some_and(|last| step <= last) {
+            // A restart, seldom: the latest is counted, so what it replaces is as if
+            // every arrival had been.
+            live.count_latest(s, bins, keep);
+            live.runs[s].purge_from(step, bins);
         }
-        series.push(step, &row, &figures, bins, keep);
+        let series = &mut live.runs[s];
+        if series.latest.is_some() {
+            if series.on_stride() {
+                live.count_latest(s, bins, keep);
+            } else {
+                series.latest = None;
+                series.pass_over(bins);
+            }
+        }
+        let series = &mut live.runs[s];
+        series.latest_buckets.clear();
+        lay(&mut series.latest_buckets);
+        series.latest = Some((step, *stats));
+    }
+
+    /// Counts every series' latest arrival on its bins: the chart as a reader sees it.
+    pub(super) fn settle(&mut self) {
+        let (bins, keep) = (self.bins, self.keep);
+        for live in &mut self.tags {
+            for s in 0..live.runs.len() {
+                live.count_latest(s, bins, keep);
+            }
+        }
+    }
+
+    /// Whether an arrival is not counted yet.
+    pub(super) fn unsettled(&self) -> bool {
+        self.tags
+            .iter()
+            .any(|t| t.runs.iter().any(|s| s.latest.is_some()))
     }
 
     /// [`LiveChart::add`] for a histogram given as `edges` and `counts`.
@@ -169,12 +238,14 @@ impl LiveChart {
         counts: &[f64],
         stats: &Stats,
     ) {
-        let buckets: Vec<f64> = counts
-            .iter()
-            .enumerate()
-            .flat_map(|(i, &c)| [edges[i], edges[i + 1], c])
-            .collect();
-        self.add(tag, run, step, &buckets, stats);
+        self.arrive(tag, run, step, stats, |held| {
+            held.extend(
+                counts
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, &c)| [edges[i], edges[i + 1], c]),
+            );
+        });
     }
 
     /// The number of equal bins of every tag.
@@ -182,7 +253,9 @@ impl LiveChart {
         self.bins
     }
 
-    /// The `bins + 1` edges of `tag`'s shared bins; None for a tag never added.
+    /// The `bins + 1` edges of `tag`'s shared bins as they hold the counted steps (a
+    /// read, `take_update` or `whole`, counts the latest arrivals first); None for a tag
+    /// never added.
     pub fn edges(&self, tag: &str) -> Option<Vec<f64>> {
         let live = &self.tags[*self.by_name.get(tag)?];
         Some(rebin_over(&[], live.extent, self.bins).edges)
@@ -204,14 +277,27 @@ impl LiveChart {
 }
 
 impl LiveTag {
-    fn series(&mut self, run: &str) -> &mut LiveSeries {
-        match self.runs.iter().position(|s| s.run == run) {
-            Some(at) => &mut self.runs[at],
-            None => {
-                self.runs.push(LiveSeries::new(run));
-                self.runs.last_mut().expect("just pushed")
-            }
+    fn series_index(&mut self, run: &str) -> usize {
+        if let Some(at) = self.runs.iter().position(|s| s.run == run) {
+            return at;
         }
+        self.runs.push(LiveSeries::new(run));
+        self.runs.len() - 1
+    }
+
+    /// Counts series `s`'s latest arrival on the bins (widened to hold it) and pushes it.
+    fn count_latest(&mut self, s: usize, bins: usize, keep: usize) {
+        let Some((step, stats)) = self.runs[s].latest.take() else {
+            return;
+        };
+        let buckets = std::mem::take(&mut self.runs[s].latest_buckets);
+        self.widen(extent(&[&buckets]), bins);
+        let row = rebin_over(&[&buckets], self.extent, bins).counts;
+        let mut figures = stats.to_array().to_vec();
+        figures.push(profile(&buckets, &stats).zero_share);
+        let series = &mut self.runs[s];
+        series.push(step, &row, &figures, bins, keep);
+        series.latest_buckets = buckets; // its room, for the next arrival
     }
 
     /// Widens the bins to hold `seen`, with headroom on each side outgrown, and counts
@@ -269,7 +355,8 @@ mod tests {
         chart.add_binned(tag, step, "run", &h.edges, &h.counts, &h.stats);
     }
 
-    fn series<'a>(chart: &'a LiveChart, tag: &str) -> &'a LiveSeries {
+    fn series<'a>(chart: &'a mut LiveChart, tag: &str) -> &'a LiveSeries {
+        chart.settle();
         &chart.tags[chart.by_name[tag]].runs[0]
     }
 
@@ -278,7 +365,7 @@ mod tests {
         let mut chart = LiveChart::new(10, 8);
         add_values(&mut chart, "w", 0, &[0.0, 0.5, 1.0]);
         add_values(&mut chart, "w", 1, &[-2.0, 3.0]);
-        let s = series(&chart, "w");
+        let s = series(&mut chart, "w");
         let totals: Vec<f64> = s.counts.chunks(10).map(|r| r.iter().sum()).collect();
         assert_eq!(s.steps, [0, 1]);
         for (total, expected) in totals.iter().zip([3.0, 2.0]) {
@@ -308,7 +395,7 @@ mod tests {
             add_values(&mut chart, "w", step, &[1.0]);
         }
         add_values(&mut chart, "w", 2, &[1.0]);
-        assert_eq!(series(&chart, "w").steps, [0, 1, 2]);
+        assert_eq!(series(&mut chart, "w").steps, [0, 1, 2]);
     }
 
     #[test]
@@ -316,15 +403,42 @@ mod tests {
         let mut chart = LiveChart::new(4, 8);
         for step in 0..40 {
             add_values(&mut chart, "w", step, &[step as f64]);
-            let s = series(&chart, "w");
+            let s = series(&mut chart, "w");
             assert_eq!(*s.steps.last().unwrap(), step);
             assert!(s.steps.len() <= 9, "{:?}", s.steps);
         }
-        let s = series(&chart, "w");
+        let s = series(&mut chart, "w");
         assert_eq!(s.steps, [0, 8, 16, 24, 32, 39]);
     }
 
     proptest! {
+        /// Counting an arrival only when it is kept or read changes no held step, nor
+        /// what a held step counts, whenever the chart is read.
+        #[test]
+        fn reading_seldom_holds_what_reading_at_every_add_holds(
+            steps in proptest::collection::vec(0i64..60, 1..200), keep in 2usize..12,
+            reads in proptest::collection::vec(any::<bool>(), 200)
+        ) {
+            let mut every = LiveChart::new(4, keep);
+            let mut seldom = LiveChart::new(4, keep);
+            for (i, &step) in steps.iter().enumerate() {
+                let values = [step as f64, -(i as f64)];
+                add_values(&mut every, "w", step, &values);
+                every.settle();
+                add_values(&mut seldom, "w", step, &values);
+                if reads[i] {
+                    seldom.settle();
+                }
+            }
+            let (a, b) = (series(&mut every, "w").clone(), series(&mut seldom, "w").clone());
+            prop_assert_eq!(&a.steps, &b.steps);
+            let totals = |s: &LiveSeries| s.counts.chunks(4).map(|r| r.iter().sum::<f64>()).collect::<Vec<_>>();
+            for (x, y) in totals(&a).iter().zip(totals(&b)) {
+                prop_assert!((x - y).abs() < 1e-9, "{} vs {}", x, y);
+            }
+            prop_assert_eq!(&a.figures, &b.figures);
+        }
+
         #[test]
         fn held_steps_rise_stay_bounded_and_end_at_the_latest(
             steps in proptest::collection::vec(0i64..60, 1..200), keep in 2usize..12
@@ -332,7 +446,7 @@ mod tests {
             let mut chart = LiveChart::new(4, keep);
             for &step in &steps {
                 add_values(&mut chart, "w", step, &[step as f64]);
-                let s = series(&chart, "w");
+                let s = series(&mut chart, "w");
                 prop_assert_eq!(*s.steps.last().unwrap(), step);
                 prop_assert!(s.steps.windows(2).all(|w| w[0] < w[1]));
                 prop_assert!(s.steps.len() <= keep + 1);

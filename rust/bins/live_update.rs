@@ -67,6 +67,7 @@ impl LiveChart {
     /// stopped, as many as fit `budget_bytes` (one tag's at least): what does not
     /// fit waits for the next look, so every update stays small.
     pub fn take_update(&mut self, budget_bytes: usize) -> LiveUpdate {
+        self.settle();
         let mut out = LiveUpdate::default();
         let n = self.tags.len();
         for k in 0..n {
@@ -87,14 +88,17 @@ impl LiveChart {
 
     /// Whether anything is not told yet.
     pub fn pending(&self) -> bool {
-        self.tags
-            .iter()
-            .any(|t| !t.change(self.bins, false).changes.is_empty())
+        self.unsettled()
+            || self
+                .tags
+                .iter()
+                .any(|t| !t.change(self.bins, false).changes.is_empty())
     }
 
     /// Everything held, as one update to an empty page (a saved notebook's snapshot);
     /// what the page was told is left as it is.
-    pub fn whole(&self) -> LiveUpdate {
+    pub fn whole(&mut self) -> LiveUpdate {
+        self.settle();
         let mut out = LiveUpdate::default();
         for tag in &self.tags {
             out.append(tag.change(self.bins, true));
