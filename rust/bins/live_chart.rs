@@ -318,11 +318,17 @@ impl LiveTag {
             hi.max(old_hi) + pad(hi > old_hi),
         );
         let old_edges = rebin_over(&[], self.extent, bins).edges;
+        // Bins over a single value are that value ± 0.5, wider than the new extent may
+        // be: their rows are the value's count, at the value.
+        let point = old_lo == old_hi;
         for series in &mut self.runs {
             let rows: Vec<Vec<f64>> = series
                 .counts
                 .chunks_exact(bins)
-                .map(|row| buckets_of(&old_edges, row))
+                .map(|row| match point {
+                    true => vec![old_lo, old_lo, row.iter().sum()],
+                    false => buckets_of(&old_edges, row),
+                })
                 .collect();
             let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
             series.counts = rebin_over(&rows, Some(wider), bins).counts;
@@ -375,6 +381,39 @@ mod tests {
         assert!(
             edges[0] < -2.0 && edges[10] > 3.0,
             "headroom on both sides: {edges:?}"
+        );
+    }
+
+    #[test]
+    fn a_tag_that_held_one_value_keeps_its_counts_when_its_bins_widen() {
+        // A bias all zeros at first, as TensorFlow writes it (one bucket [0, 0]): its
+        // bins are 0 ± 0.5. Then it spreads a little.
+        let stats = |count: f64, max: f64| Stats {
+            count,
+            min: 0.0,
+            max,
+            mean: max / 2.0,
+            std: max / 4.0,
+            nonfinite: 0.0,
+            below: 0.0,
+            above: 0.0,
+        };
+        let mut chart = LiveChart::new(10, 8);
+        chart.add("b", "run", 0, &[0.0, 0.0, 5.0], &stats(5.0, 0.0));
+        chart.settle();
+        chart.add(
+            "b",
+            "run",
+            1,
+            &[0.0, 0.001, 2.0, 0.001, 0.002, 1.0],
+            &stats(3.0, 0.002),
+        );
+        let s = series(&mut chart, "b");
+        let totals: Vec<f64> = s.counts.chunks(10).map(|r| r.iter().sum()).collect();
+        assert_eq!(totals, [5.0, 3.0]);
+        assert!(
+            chart.edges("b").unwrap()[10] < 0.01,
+            "the bins fit the values"
         );
     }
 
