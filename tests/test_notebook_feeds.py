@@ -148,3 +148,18 @@ def test_a_bucket_shown_holds_what_the_same_directory_on_disk_holds(
 def test_a_bucket_with_no_events_files_is_refused(s3: dict[str, Any]) -> None:
     with pytest.raises(FileNotFoundError, match="nothing-here"):
         LogdirFeed(f"s3://{BUCKET}/nothing-here", storage_options=s3)
+
+
+def test_a_widget_on_a_bucket_sends_its_runs_from_its_thread(s3: dict[str, Any]) -> None:
+    """`histoscope.notebook.widget(URL)`: its thread polls the bucket and sends updates
+    within the budget (outside a kernel the comm sends nowhere; the counts are kept)."""
+    from histoscope.notebook import widget
+
+    shown = widget(f"s3://{BUCKET}/logs/torch_writer", storage_options=s3)
+    deadline = time.monotonic() + 60
+    while shown.updates == 0:
+        assert time.monotonic() < deadline, "no update in 60 s"
+        time.sleep(0.1)
+    assert 0 < shown.largest_update <= shown.budget_bytes + 4096
+    shown.close()
+    assert {c.tag for c in shown.feed.chart.whole().changes}

@@ -132,6 +132,9 @@ class Widget(anywidget.AnyWidget):
     def close(self) -> None:
         """Stops following and closes the widget."""
         self._stop.set()
+        # Its thread may be reading from the feed: the feed closes once it stopped.
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=10)
         self.feed.close()
         super().close()
 
