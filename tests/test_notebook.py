@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, expect
 from widget_page import deliver, held, open_widget
 
 import histoscope as hs
@@ -273,3 +273,41 @@ def test_outside_a_kernel_a_run_shown_by_ipython_is_its_text() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "Run(project='p', name='r'" in out.stdout
+
+
+def _finding(key: str, step: int) -> dict:
+    return {
+        "kind": "nonfinite", "run": "run", "key": key, "role": "gradient",
+        "first_step": step, "last_step": step + 2, "severity": "error",
+        "evidence": {"steps": 3.0, "nonfinite_count": 3.0},
+        "message": f"{key}: NaN or infinite values at 3 of 6 steps from step {step}",
+    }  # fmt: skip
+
+
+def test_the_widgets_findings_are_announced_once_each(browser: Browser) -> None:
+    """A finding the kernel sends again with every update is spoken once; a new one is."""
+    chart = _core.LiveChart()
+    _grow(chart, range(6))
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    open_widget(page)
+    first = {"findings": [_finding("grad", 3)], "notes": []}
+    deliver(page, *message(chart.take_update(1 << 20), chart.bins, first))
+    live = page.locator(".histoscope-widget #alerts-live")
+    expect(live).to_contain_text("1 new finding: grad: NaN", timeout=20_000)
+    expect(page.locator(".histoscope-widget #findings-count")).to_have_text("1 error")
+    page.evaluate(
+        f"""() => {{ window.__spoken = 0; new MutationObserver(() => window.__spoken++)
+          .observe({ROOT}.getElementById('alerts-live'), {{childList: true}}); }}"""
+    )
+    for steps in (range(6, 9), range(9, 12)):  # more steps, the same finding each time
+        _grow(chart, steps)
+        polls = int(page.locator(".histoscope-widget").get_attribute("data-polls") or 0)
+        deliver(page, *message(chart.take_update(1 << 20), chart.bins, first))
+        expect(page.locator(".histoscope-widget")).not_to_have_attribute("data-polls", str(polls))
+    assert page.evaluate("window.__spoken") == 0  # announced once, not at every update
+    both = {"findings": [_finding("grad", 3), _finding("layer/bias", 9)], "notes": []}
+    deliver(page, *message(chart.take_update(1 << 20), chart.bins, both))
+    expect(live).to_contain_text("1 new finding: layer/bias: NaN", timeout=20_000)
+    expect(page.locator(".histoscope-widget #findings-count")).to_have_text("2 errors")
+    context.close()
