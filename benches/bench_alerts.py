@@ -116,13 +116,17 @@ class Training:
         """The mean wall time of the next ``steps`` training steps."""
         start = time.perf_counter()
         for _ in range(steps):
-            loss = self.model(self.x).pow(2).mean()
-            loss.backward()
-            self.optimizer.step()
-            self.optimizer.zero_grad()
-            self.run.log({"loss": loss.item()}, step=self.step)
-            self.step += 1
+            self.train_step()
         return (time.perf_counter() - start) / steps
+
+    def train_step(self) -> None:
+        """One step: forward, backward, the optimizer's step, the loss logged."""
+        loss = self.model(self.x).pow(2).mean()
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        self.run.log({"loss": loss.item()}, step=self.step)
+        self.step += 1
 
 
 def training_overheads(blocks: int, steps: int, folder: Path) -> list[float]:

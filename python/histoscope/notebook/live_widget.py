@@ -19,6 +19,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from .. import _core
 from ..errors import HistoscopeWarning
 from ..view.page import widget_module, widget_page
 from ..view.report import report_page
@@ -111,14 +112,15 @@ class Widget(anywidget.AnyWidget):
             header, buffers = message(whole, self.feed.chart.bins, self._findings)
             self._snapshot = pack(header, buffers)
             self._snapshot_at = self.updates
-        bundle = self._bundle()
+        bundle = self._bundle(whole)
         for handle in self._handles:
             handle.update(bundle, raw=True)
 
-    def fallback(self) -> str:
+    def fallback(self, whole: _core.LiveUpdateRecord | None = None) -> str:
         """The output's HTML where widgets are not live: the report's page of what the
-        widget holds, framed so that its ids and scripts stay its own."""
-        whole = self.feed.chart.whole()
+        widget holds (``whole``, the chart's whole update, if already taken), framed so
+        that its ids and scripts stay its own."""
+        whole = self.feed.chart.whole() if whole is None else whole
         if not whole.changes:
             return "<p>histoscope: no histograms yet. This output is live where widgets are.</p>"
         data = report_data(whole, self.feed.chart.bins, self._findings["findings"])
@@ -141,11 +143,11 @@ class Widget(anywidget.AnyWidget):
     def __repr__(self) -> str:
         return f"histoscope widget of {self.feed.title} ({self.updates} updates sent)"
 
-    def _bundle(self) -> dict[str, Any]:
+    def _bundle(self, whole: _core.LiveUpdateRecord | None = None) -> dict[str, Any]:
         # anywidget answers (data, metadata), ipywidgets the data alone.
         shown = super()._repr_mimebundle_()
         bundle = dict((shown[0] if isinstance(shown, tuple) else shown) or {})
-        bundle["text/html"] = self.fallback()
+        bundle["text/html"] = self.fallback(whole)
         return bundle
 
     def _ipython_display_(self) -> None:

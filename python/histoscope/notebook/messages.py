@@ -109,17 +109,16 @@ def report_data(
     report's steps."""
     edges_at = rows_at = 0
     cards: dict[str, dict[str, Any]] = {}
-    width = bins
     for c in whole.changes:
         card = cards.setdefault(c.tag, {"edges": [], "runs": {}})
         if c.edges:
-            card["edges"] = whole.edges[edges_at : edges_at + width + 1]
-            edges_at += width + 1
+            card["edges"] = whole.edges[edges_at : edges_at + bins + 1]
+            edges_at += bins + 1
         rows = slice(rows_at, rows_at + c.rows)
         rows_at += c.rows
         kept = _core.thin_indices(c.rows, _core.CHART_STEPS)
         steps = whole.steps[rows][kept].astype(np.int64)
-        counts = whole.counts.reshape(-1, width)[rows][kept].astype(np.float64)
+        counts = whole.counts.reshape(-1, bins)[rows][kept].astype(np.float64)
         figures = whole.figures.reshape(-1, len(FIGURES))[rows][kept].astype(np.float64)
         card["runs"][c.run] = {
             "steps": [int(s) for s in steps],
