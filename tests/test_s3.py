@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import math
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +13,7 @@ import boto3
 import moto_bucket
 import numpy as np
 import pytest
-import s3fs  # noqa: F401  (the filesystem fsspec uses for s3://)
+import s3fs  # the filesystem fsspec uses for s3://
 
 import histoscope
 from histoscope import DamagedFileWarning
@@ -69,20 +69,22 @@ def test_small_chunks_split_records_and_still_read_the_same(
 ) -> None:
     monkeypatch.setattr(storage, "CHUNK_BYTES", 777)
     fed: list[int] = []
-    real = histoscope._core.EventStream
+    # every file the core reads goes through the filesystem's open
+    real_open = s3fs.S3FileSystem.open
 
-    class CountingStream:
-        def __init__(self, *args: Any) -> None:
-            self.stream = real(*args)
+    class CountingFile:
+        def __init__(self, file: Any) -> None:
+            self.file = file
 
-        def feed(self, chunk: bytes) -> None:
+        def read(self, size: int) -> bytes:
+            chunk = self.file.read(size)
             fed.append(len(chunk))
-            self.stream.feed(chunk)
+            return chunk
 
-        def finish(self) -> Any:
-            return self.stream.finish()
+        def close(self) -> None:
+            self.file.close()
 
-    monkeypatch.setattr(histoscope._core, "EventStream", CountingStream)
+    monkeypatch.setattr(s3fs.S3FileSystem, "open", lambda *a, **k: CountingFile(real_open(*a, **k)))
     remote = _read(f"s3://{BUCKET}/logs/restart", storage_options=s3)
     assert max(fed) <= 777 and len(fed) > 40
     _assert_same(_read(fixtures / "restart"), remote)
@@ -203,8 +205,6 @@ def test_check_from_the_bucket_fetches_a_few_runs_at_a_time(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # the room, not the function of the same name the package exports
-    diagnosis = importlib.import_module("histoscope.diagnose")
     local = _write_planted(tmp_path)
     _upload(s3, local, "planted")
     url = f"s3://{BUCKET}/planted"
@@ -215,21 +215,38 @@ def test_check_from_the_bucket_fetches_a_few_runs_at_a_time(
         ("run1", "vanishing"),
         ("run3", "nonfinite"),
     }
-    fetched: list[list[str]] = []
-    real = diagnosis.fetch_runs
+    # The core reads a batch of runs within the budget (or one larger run) at a time, and
+    # reads the next while the one before is judged: files in flight show the batches.
+    real_open = s3fs.S3FileSystem.open
+    reading: set[str] = set()
+    most: list[int] = []
 
-    def spy(runs: Any, **options: Any) -> Any:
-        fetched.append([run.name for run in runs])
-        return real(runs, **options)
+    class TrackedFile:
+        def __init__(self, path: str, file: Any) -> None:
+            self.path, self.file = path, file
+            reading.add(path)
+            most.append(len(reading))
 
-    monkeypatch.setattr(diagnosis, "fetch_runs", spy)
+        def read(self, size: int) -> bytes:
+            time.sleep(0.2)  # a bucket's latency, so that files read at once overlap
+            return self.file.read(size)
+
+        def close(self) -> None:
+            reading.discard(self.path)
+            self.file.close()
+
+    monkeypatch.setattr(
+        s3fs.S3FileSystem,
+        "open",
+        lambda fs, path, *a, **k: TrackedFile(path, real_open(fs, path, *a, **k)),
+    )
     monkeypatch.setattr(histoscope._core, "READ_BUDGET_BYTES", 1)
     assert histoscope.diagnose(url, storage_options=s3) == want
-    assert fetched == [["run0"], ["run1"], ["run2"], ["run3"]]
-    fetched.clear()
+    assert len(most) == 4 and max(most) == 1  # a run a batch, read one after another
+    most.clear()
     monkeypatch.setattr(histoscope._core, "READ_BUDGET_BYTES", 2**30)
     assert histoscope.diagnose(url, storage_options=s3) == want
-    assert fetched == [["run0", "run1", "run2", "run3"]]
+    assert len(most) == 4 and max(most) == 4  # one batch, its files read at once
     argv = ["check", url]
     for key in ("endpoint_url", "key", "secret"):
         argv += ["--storage-option", f"{key}={s3[key]}"]

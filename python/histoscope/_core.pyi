@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +25,8 @@ ROLES: list[str]
 SEVERITIES: list[str]
 BASIS_POINTS: list[int]
 
-_Logdirs = str | os.PathLike[str] | list[tuple[str, str | os.PathLike[str]]]
+_Dir = str | os.PathLike[str] | "FsspecLogdir"
+_Logdirs = _Dir | list[tuple[str, _Dir]]
 _F64 = npt.NDArray[np.float64]
 _I64 = npt.NDArray[np.int64]
 _Encoding = Literal["float16", "bfloat16"]
@@ -154,6 +155,16 @@ def histogram(
     encoding: _Encoding | None = None,
 ) -> BinnedHistogram: ...
 
+FETCH_CHUNK_BYTES: int
+
+@final
+class FsspecLogdir:
+    def __new__(
+        cls, fs: Any, root: str | os.PathLike[str], chunk_bytes: int = ...
+    ) -> Self: ...
+    @property
+    def root(self) -> str: ...
+
 @final
 class DecodedFile:
     def __len__(self) -> int: ...
@@ -189,13 +200,6 @@ def decode_file(path: str | os.PathLike[str], tags: list[str] | None = None) -> 
 def merge_files(run: str, files: list[DecodedFile]) -> MergedRecord: ...
 def discover_runs(logdir: str | os.PathLike[str], prefix: str | None = None) -> list[RunFiles]: ...
 def group_runs(root: str, files: list[str], prefix: str | None = None) -> list[RunFiles]: ...
-
-@final
-class RunSet:
-    def __new__(cls, runs: list[str]) -> Self: ...
-    def add(self, run: str, files: list[DecodedFile]) -> None: ...
-    def load(self) -> LogdirRecord: ...
-    def charts(self, bins: int, max_steps: int | None) -> ChartsRecord: ...
 
 @final
 class RunPlanner:
@@ -462,34 +466,6 @@ class RunStream:
     def __iter__(self) -> Self: ...
     def __next__(self) -> RunRecord: ...
 
-@final
-class RunPartStream:
-    def __new__(
-        cls,
-        run: str,
-        path: str,
-        size: int | None = None,
-        *,
-        alone: bool = True,
-        tags: list[str] | None = None,
-        series: bool = False,
-    ) -> Self: ...
-    def feed(self, chunk: bytes) -> None: ...
-    def finish(self) -> DecodedPart: ...
-
-@final
-class DecodedPart: ...
-
-def assemble_run(
-    run: str,
-    parts: list[DecodedPart],
-    *,
-    bytes: int = 0,
-    diagnose: bool = False,
-    kinds: list[str] | None = None,
-    roles: list[tuple[str, str]] | None = None,
-    series: bool = False,
-) -> RunRecord: ...
 def zero_shares(series: SeriesRecord) -> _F64: ...
 def diagnose_series(
     series: list[SeriesRecord],

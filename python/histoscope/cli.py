@@ -62,10 +62,10 @@ def _listed(
     if not is_url(logdir):
         path = _args.logdir_path(logdir)
         return _core.load_histograms(path), str(path)
-    from .read.storage import find_runs, read_runs, resolve_logdirs
+    from .read.storage import core_logdirs, resolve_logdirs
 
     logdirs, several = resolve_logdirs(logdir, storage_options)
-    return read_runs(find_runs(logdirs, several), None, None).load(), logdir
+    return _core.load_histograms(core_logdirs(logdirs, several)), logdir
 
 
 def _s(count: int) -> str:

@@ -447,7 +447,7 @@ fn runs_diagnosed_one_by_one_find_what_the_whole_finds() {
         "torch_writer",
         "tf2_summary",
     ] {
-        let source = LogdirSource::One(fixtures.join(logdir));
+        let source = LogdirSource::local(fixtures.join(logdir));
         let whole = source.load(&Selection::default()).unwrap();
         let options = Options::default();
         let expected = diagnose_loaded(&whole.series, &whole.evidence, &options);

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::logdir::storage::Storage;
+
 /// Why a log directory could not be read at all.
 #[derive(Debug, Error)]
 pub enum LogdirError {
@@ -19,10 +21,14 @@ pub enum LogdirError {
 }
 
 /// A run: a directory holding events files, named by its path relative to the log directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunFiles {
     pub name: String,
     pub files: Vec<PathBuf>,
+    /// Each file's size when listed, where the listing gave it.
+    pub sizes: Vec<Option<u64>>,
+    /// What holds the files.
+    pub storage: Storage,
 }
 
 /// Finds the runs under `logdir`, the root included, each with its events files in name order.
@@ -40,6 +46,8 @@ pub fn discover_runs(logdir: &Path) -> Result<Vec<RunFiles>, LogdirError> {
         return Ok(vec![RunFiles {
             name: ".".to_owned(),
             files: vec![logdir.to_path_buf()],
+            sizes: vec![Some(meta.len())],
+            storage: Storage::Disk,
         }]);
     }
     if !meta.is_dir() {
@@ -55,29 +63,38 @@ pub fn is_events_file(name: &str) -> bool {
     name.contains("tfevents")
 }
 
-/// Groups a listing of the events files under `root` into runs: a run is the
-/// directory holding them, named by its path relative to `root` (`.` for
+/// A file as listed: its path and its size, where the listing gave it.
+pub type Listed = (PathBuf, Option<u64>);
+
+/// Groups a listing of the events files under `root` into runs on the disk: a run
+/// is the directory holding them, named by its path relative to `root` (`.` for
 /// `root` itself); runs sorted by name, files by path. Local walks and remote
 /// listings both go through here, so they name runs alike.
-pub fn group_runs(root: &Path, files: Vec<PathBuf>) -> Vec<RunFiles> {
-    let mut runs: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+pub fn group_runs(root: &Path, files: Vec<Listed>) -> Vec<RunFiles> {
+    let mut runs: BTreeMap<String, Vec<Listed>> = BTreeMap::new();
     for file in files {
-        let dir = file.parent().unwrap_or(root);
+        let dir = file.0.parent().unwrap_or(root);
         runs.entry(run_name(root, dir)).or_default().push(file);
     }
     runs.into_iter()
         .map(|(name, mut files)| {
             files.sort();
-            RunFiles { name, files }
+            let (files, sizes) = files.into_iter().unzip();
+            RunFiles {
+                name,
+                files,
+                sizes,
+                storage: Storage::Disk,
+            }
         })
         .collect()
 }
 
 /// [`group_runs`] of the events files among a listing of every file under `root`.
-pub fn group_listing(root: &Path, files: Vec<PathBuf>) -> Vec<RunFiles> {
+pub fn group_listing(root: &Path, files: Vec<Listed>) -> Vec<RunFiles> {
     let events = files
         .into_iter()
-        .filter(|f| {
+        .filter(|(f, _)| {
             f.file_name()
                 .is_some_and(|name| is_events_file(&name.to_string_lossy()))
         })
@@ -98,7 +115,7 @@ fn run_name(root: &Path, dir: &Path) -> String {
     }
 }
 
-fn walk(dir: &Path, listing: &mut Vec<PathBuf>) -> Result<(), LogdirError> {
+fn walk(dir: &Path, listing: &mut Vec<Listed>) -> Result<(), LogdirError> {
     let io_error = |source| LogdirError::Io {
         path: dir.to_path_buf(),
         source,
@@ -110,8 +127,11 @@ fn walk(dir: &Path, listing: &mut Vec<PathBuf>) -> Result<(), LogdirError> {
         let path = entry.path();
         if kind.is_dir() {
             walk(&path, listing)?;
-        } else if is_events_file(&entry.file_name().to_string_lossy()) && path.is_file() {
-            listing.push(path);
+        } else if is_events_file(&entry.file_name().to_string_lossy()) {
+            // Followed as `is_file` would: a symlink to a file is read as the file.
+            if let Some(meta) = fs::metadata(&path).ok().filter(|m| m.is_file()) {
+                listing.push((path, Some(meta.len())));
+            }
         }
     }
     Ok(())
@@ -126,7 +146,7 @@ pub fn qualified_runs(runs: Vec<RunFiles>, logdir: Option<&str>) -> Vec<RunFiles
     runs.into_iter()
         .map(|run| RunFiles {
             name: qualified_run_name(logdir, &run.name),
-            files: run.files,
+            ..run
         })
         .collect()
 }
@@ -173,7 +193,9 @@ mod tests {
             alone,
             vec![RunFiles {
                 name: ".".into(),
-                files: vec![file_path]
+                files: vec![file_path],
+                sizes: vec![Some(0)],
+                storage: Storage::Disk,
             }]
         );
         fs::remove_dir_all(&root).unwrap();
@@ -190,7 +212,7 @@ mod tests {
         ];
         let runs = group_listing(
             Path::new("bucket/logs"),
-            listing.iter().map(PathBuf::from).collect(),
+            listing.iter().map(|f| (PathBuf::from(f), None)).collect(),
         );
         let names: Vec<(&str, usize)> = runs
             .iter()
@@ -207,7 +229,7 @@ mod tests {
                 .iter()
                 .map(|&name| RunFiles {
                     name: name.into(),
-                    files: vec![],
+                    ..Default::default()
                 })
                 .collect()
         };

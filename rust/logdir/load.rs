@@ -7,11 +7,12 @@ use rayon::prelude::*;
 
 use crate::bins::chart::{charts, Chart};
 use crate::histograms::series::Series;
-use crate::logdir::discover::{discover_runs, qualified_runs, LogdirError, RunFiles};
+use crate::logdir::discover::{qualified_runs, LogdirError, RunFiles};
 use crate::logdir::evidence::RunEvidence;
 use crate::logdir::merge::MergedRun;
 use crate::logdir::run::{LoadedRun, Reading};
-use crate::logdir::run_parts::{assemble_run, read_part, RunPart};
+use crate::logdir::run_parts::{assemble_run, RunPart};
+use crate::logdir::storage::Dir;
 use crate::read::report::FileReport;
 
 /// Which runs and tags to read; `None` reads all.
@@ -36,19 +37,24 @@ pub struct Logdir {
     pub evidence: BTreeMap<String, RunEvidence>,
 }
 
-/// The log directories to read: one path, or several `(name, path)` pairs whose
-/// runs are named `name/run` (see [`load_logdirs`]).
+/// The log directories to read: one, or several `(name, dir)` pairs whose runs are
+/// named `name/run` (see [`discover_several`]); each on the disk or in a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogdirSource {
-    One(PathBuf),
-    Several(Vec<(String, PathBuf)>),
+    One(Dir),
+    Several(Vec<(String, Dir)>),
 }
 
 impl LogdirSource {
+    /// One log directory (or events file) on the local disk.
+    pub fn local(path: impl Into<PathBuf>) -> Self {
+        LogdirSource::One(Dir::local(path))
+    }
+
     /// Finds the runs of the log directory, or of all of them as one, sorted by name.
     pub fn discover(&self) -> Result<Vec<RunFiles>, LogdirError> {
         match self {
-            LogdirSource::One(path) => discover_runs(path),
+            LogdirSource::One(dir) => dir.discover(),
             LogdirSource::Several(logdirs) => discover_several(logdirs),
         }
     }
@@ -68,27 +74,18 @@ impl Selection {
     }
 }
 
-/// Reads the selected runs of `logdir`, every events file on its own core.
+/// Reads the selected runs of the local `logdir`, every events file on its own core.
 pub fn load_logdir(logdir: &Path, selection: &Selection) -> Result<Logdir, LogdirError> {
-    Ok(load_runs(discover_runs(logdir)?, selection))
+    LogdirSource::local(logdir).load(selection)
 }
 
-/// Reads the selected runs of several log directories as one, every events file
-/// of all of them on its own core. Each `(name, path)` names its runs `name/run`,
-/// and its root run `name`, so runs of different directories never merge;
-/// `selection.runs` holds such names.
-pub fn load_logdirs(
-    logdirs: &[(String, PathBuf)],
-    selection: &Selection,
-) -> Result<Logdir, LogdirError> {
-    Ok(load_runs(discover_several(logdirs)?, selection))
-}
-
-/// The runs of several log directories, named `name/run`, sorted by name.
-fn discover_several(logdirs: &[(String, PathBuf)]) -> Result<Vec<RunFiles>, LogdirError> {
+/// The runs of several log directories as one: each `(name, dir)` names its runs
+/// `name/run`, and its root run `name`, so runs of different directories never
+/// merge. Sorted by name.
+fn discover_several(logdirs: &[(String, Dir)]) -> Result<Vec<RunFiles>, LogdirError> {
     let mut found = Vec::new();
-    for (name, path) in logdirs {
-        found.extend(qualified_runs(discover_runs(path)?, Some(name)));
+    for (name, dir) in logdirs {
+        found.extend(qualified_runs(dir.discover()?, Some(name)));
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(found)
@@ -111,7 +108,8 @@ fn load_runs(found: Vec<RunFiles>, selection: &Selection) -> Logdir {
     out
 }
 
-/// Reads `runs`, in their order, every events file of all of them on its own core.
+/// Reads `runs`, in their order, their events files in parallel: one per core on
+/// disk, as many at once as a store asks for when any run is in one.
 pub fn read_runs(
     runs: &[&RunFiles],
     tags: Option<&HashSet<String>>,
@@ -119,18 +117,33 @@ pub fn read_runs(
 ) -> Vec<LoadedRun> {
     // A run of one file (the usual case) is decoded straight into its series;
     // a run of several is read file by file in parallel, then replayed in order.
-    let jobs: Vec<(usize, &Path)> = runs
+    let jobs: Vec<(usize, usize)> = runs
         .iter()
         .enumerate()
-        .flat_map(|(i, r)| r.files.iter().map(move |f| (i, f.as_path())))
+        .flat_map(|(i, r)| (0..r.files.len()).map(move |j| (i, j)))
         .collect();
-    let parts: Vec<(usize, RunPart)> = jobs
-        .par_iter()
-        .map(|&(i, path)| {
-            let alone = runs[i].files.len() == 1;
-            (i, read_part(&runs[i].name, path, tags, reading, alone))
-        })
-        .collect();
+    let read = || -> Vec<(usize, RunPart)> {
+        jobs.par_iter()
+            .map(|&(i, j)| (i, runs[i].read_part(j, tags, reading)))
+            .collect()
+    };
+    let wanted = runs
+        .iter()
+        .map(|r| r.storage.parallel_reads())
+        .max()
+        .unwrap_or(1)
+        .min(jobs.len().max(1));
+    let parts = match wanted > rayon::current_num_threads() {
+        true => match rayon::ThreadPoolBuilder::new()
+            .num_threads(wanted)
+            .thread_name(|i| format!("histoscope-fetch-{i}"))
+            .build()
+        {
+            Ok(pool) => pool.install(read),
+            Err(_) => read(),
+        },
+        false => read(),
+    };
     let mut per_run: Vec<Vec<RunPart>> = runs.iter().map(|_| Vec::new()).collect();
     for (i, part) in parts {
         per_run[i].push(part);
@@ -196,22 +209,20 @@ mod tests {
         }
         fs::write(root.join("one/train/events.out.tfevents.1"), b"").unwrap();
         fs::write(root.join("two/events.out.tfevents.1"), b"").unwrap();
-        let logdirs = vec![
-            ("b".to_owned(), root.join("one")),
-            ("a".to_owned(), root.join("two")),
-        ];
-        let all = load_logdirs(&logdirs, &Selection::default()).unwrap();
+        let logdirs = LogdirSource::Several(vec![
+            ("b".to_owned(), Dir::local(root.join("one"))),
+            ("a".to_owned(), Dir::local(root.join("two"))),
+        ]);
+        let all = logdirs.load(&Selection::default()).unwrap();
         assert_eq!(all.runs, vec!["a", "b/train"]);
-        let source = LogdirSource::Several(logdirs.clone());
-        assert_eq!(source.load(&Selection::default()).unwrap().runs, all.runs);
-        let one = LogdirSource::One(root.join("one"));
+        let one = LogdirSource::local(root.join("one"));
         assert_eq!(one.load(&Selection::default()).unwrap().runs, vec!["train"]);
         assert_eq!(all.reports.len(), 2);
         let selection = Selection {
             runs: Some(["b/train".to_owned()].into()),
             tags: None,
         };
-        let chosen = load_logdirs(&logdirs, &selection).unwrap();
+        let chosen = logdirs.load(&selection).unwrap();
         assert_eq!(chosen.reports.len(), 1);
         assert!(chosen.reports[0]
             .path

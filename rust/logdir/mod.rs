@@ -13,5 +13,5 @@ pub mod plan;
 pub mod run;
 pub mod run_loader;
 pub mod run_parts;
-pub mod run_set;
+pub mod storage;
 pub mod stream;

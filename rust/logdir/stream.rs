@@ -2,7 +2,6 @@
 //! (diagnosis, the report) and so needs no more memory than its largest run.
 
 use std::collections::{HashSet, VecDeque};
-use std::fs;
 use std::panic;
 use std::sync::mpsc::{self, Receiver};
 use std::thread::{self, JoinHandle};
@@ -69,15 +68,9 @@ impl RunStream {
         let pending: VecDeque<Listed> = found
             .into_iter()
             .filter(|r| selection.wants_run(&r.name))
-            .map(|run| {
-                // A file that vanished since the listing weighs nothing; reading it
-                // reports that it is gone.
-                let bytes = run
-                    .files
-                    .iter()
-                    .map(|f| fs::metadata(f).map_or(0, |m| m.len()))
-                    .sum();
-                Listed { run, bytes }
+            .map(|run| Listed {
+                bytes: run.listed_bytes(),
+                run,
             })
             .collect();
         Ok(RunStream {
@@ -111,7 +104,13 @@ impl RunStream {
     pub fn next_batch(&mut self) -> Vec<StreamedRun> {
         let mut batch = Vec::new();
         let mut weight = 0u64;
-        let most = rayon::current_num_threads().max(1);
+        // At most as many runs as files are read at once: one per core on disk, a
+        // store's own number of reads in flight.
+        let most = self
+            .pending
+            .front()
+            .map_or(1, |l| l.run.storage.parallel_reads())
+            .max(1);
         while let Some(next) = self.pending.front() {
             let more = self.weight(next);
             let fits = self
@@ -205,6 +204,8 @@ impl<T: Send + 'static> Prefetched<T> {
 mod tests {
     use std::path::{Path, PathBuf};
 
+    use std::fs;
+
     use super::*;
     use crate::logdir::discover::discover_runs;
 
@@ -224,7 +225,7 @@ mod tests {
     }
 
     fn runs_one_at_a_time_are_the_whole(logdir: &str) {
-        let source = LogdirSource::One(fixtures().join(logdir));
+        let source = LogdirSource::local(fixtures().join(logdir));
         let whole = source.load(&Selection::default()).unwrap();
         let all: Vec<Vec<StreamedRun>> =
             RunStream::open(&source, &Selection::default(), None, Reading::Series)
@@ -253,7 +254,7 @@ mod tests {
 
     #[test]
     fn prefetched_batches_come_in_order_and_all_of_them() {
-        let source = LogdirSource::One(fixtures().join("nested"));
+        let source = LogdirSource::local(fixtures().join("nested"));
         let open = || RunStream::open(&source, &Selection::default(), Some(1), Reading::Series);
         let expected: Vec<Vec<String>> = open()
             .unwrap()
@@ -271,7 +272,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "reducing failed")]
     fn a_panic_while_reading_ahead_reaches_the_taker() {
-        let source = LogdirSource::One(fixtures().join("nested"));
+        let source = LogdirSource::local(fixtures().join("nested"));
         let stream = RunStream::open(&source, &Selection::default(), None, Reading::Series);
         let mut prefetched =
             Prefetched::start(stream.unwrap(), |_| -> () { panic!("reducing failed") });
@@ -288,7 +289,7 @@ mod tests {
             let file = &discover_runs(&fixture).unwrap()[0].files[0];
             fs::copy(file, root.join(run).join("events.out.tfevents.1")).unwrap();
         }
-        let source = LogdirSource::One(root.clone());
+        let source = LogdirSource::local(root.clone());
         let mut stream =
             RunStream::open(&source, &Selection::default(), Some(1), Reading::Series).unwrap();
         fs::remove_file(root.join("a/events.out.tfevents.1")).unwrap();

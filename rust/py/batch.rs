@@ -1,21 +1,18 @@
 //! Bindings for reading in bulk: several log directories, runs from any source, a run one file at a time.
 
 use std::collections::HashSet;
-use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedBytes;
 
-use super::check_bins;
-use super::records::{ChartsRecord, LogdirRecord, MergedRecord, RunFilesRecord};
+use super::fsspec::{FsspecLogdir, PyFile};
+use super::records::{MergedRecord, RunFilesRecord};
 use crate::logdir::discover::{discover_runs as discover, group_listing, qualified_runs, RunFiles};
-use crate::logdir::load::logdir_charts;
 use crate::logdir::load::LogdirSource;
 use crate::logdir::merge::{merge_run, merge_share};
 use crate::logdir::plan::{PlanError, RunPlan as CorePlan, RunPlanner as CorePlanner};
-use crate::logdir::run_set::{RunSet as CoreSet, RunSetError};
+use crate::logdir::storage::Dir;
 use crate::read::event_file::{read_event_file, FileContents};
 use crate::read::event_stream::{EventStream as CoreStream, StreamError};
 use crate::read::file_pieces::FilePieces as CorePieces;
@@ -31,25 +28,41 @@ impl From<StreamError> for PyErr {
     }
 }
 
-/// The `logdir` argument: one path, or several as `(name, path)` pairs whose runs are named `name/run`.
+/// The `logdir` argument: one log directory, or several as `(name, dir)` pairs whose
+/// runs are named `name/run`; each a local path or an `FsspecLogdir`.
 #[derive(FromPyObject)]
 pub enum Logdirs {
-    One(PathBuf),
-    Several(Vec<(String, PathBuf)>),
+    One(DirArg),
+    Several(Vec<(String, DirArg)>),
+}
+
+/// One log directory as Python names it: behind fsspec, or a local path.
+#[derive(FromPyObject)]
+pub enum DirArg {
+    Fsspec(Py<FsspecLogdir>),
+    Path(PathBuf),
+}
+
+impl From<DirArg> for Dir {
+    fn from(dir: DirArg) -> Self {
+        match dir {
+            DirArg::Fsspec(logdir) => logdir.get().dir(),
+            DirArg::Path(path) => Dir::local(path),
+        }
+    }
 }
 
 impl From<Logdirs> for LogdirSource {
     fn from(logdirs: Logdirs) -> Self {
         match logdirs {
-            Logdirs::One(path) => LogdirSource::One(path),
-            Logdirs::Several(logdirs) => LogdirSource::Several(logdirs),
+            Logdirs::One(dir) => LogdirSource::One(dir.into()),
+            Logdirs::Several(logdirs) => LogdirSource::Several(
+                logdirs
+                    .into_iter()
+                    .map(|(name, dir)| (name, dir.into()))
+                    .collect(),
+            ),
         }
-    }
-}
-
-impl From<RunSetError> for PyErr {
-    fn from(e: RunSetError) -> PyErr {
-        PyValueError::new_err(e.to_string())
     }
 }
 
@@ -156,7 +169,11 @@ impl FilePieces {
         budget: u64,
         tags: Option<Vec<String>>,
     ) -> Self {
-        let reader = RecordReader::new(PyFile(source), size);
+        let source = PyFile {
+            file: source,
+            most: usize::MAX,
+        };
+        let reader = RecordReader::new(source, size);
         let pieces = CorePieces::from_reader(&path, reader, tag_set(tags), budget);
         FilePieces(Pieces::Fed(pieces))
     }
@@ -184,27 +201,6 @@ impl FilePieces {
     }
 }
 
-/// A Python binary file object read as a Rust byte source.
-struct PyFile(Py<PyAny>);
-
-impl Read for PyFile {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        Python::attach(|py| {
-            let failed = |e: PyErr| io::Error::other(e.to_string());
-            let read = self
-                .0
-                .call_method1(py, "read", (out.len(),))
-                .map_err(failed)?;
-            let chunk = read
-                .extract::<PyBackedBytes>(py)
-                .map_err(|e| failed(e.into()))?;
-            let n = chunk.len().min(out.len());
-            out[..n].copy_from_slice(&chunk[..n]);
-            Ok(n)
-        })
-    }
-}
-
 /// Reads one local events file.
 #[pyfunction]
 #[pyo3(signature = (path, tags=None))]
@@ -226,50 +222,6 @@ fn merge_files<'py>(
 
 fn take_all(files: Vec<PyRefMut<'_, DecodedFile>>) -> PyResult<Vec<FileContents>> {
     files.into_iter().map(|mut f| f.take()).collect()
-}
-
-/// The runs of a log directory merged as their files arrive, from any source,
-/// then handed out whole or as charts.
-#[pyclass(module = "histoscope._core")]
-pub struct RunSet(CoreSet);
-
-#[pymethods]
-impl RunSet {
-    /// `runs`: the name of every run found, read or not.
-    #[new]
-    fn new(runs: Vec<String>) -> Self {
-        RunSet(CoreSet::new(runs))
-    }
-
-    /// Merges a run's decoded files, in order; the files are used up.
-    fn add(
-        &mut self,
-        py: Python<'_>,
-        run: &str,
-        files: Vec<PyRefMut<'_, DecodedFile>>,
-    ) -> PyResult<()> {
-        let contents = take_all(files)?;
-        Ok(py.detach(|| self.0.add(run, contents))?)
-    }
-
-    /// Every series added, as `load_histograms` gives them; the set is used up.
-    fn load(&mut self, py: Python<'_>) -> PyResult<LogdirRecord> {
-        LogdirRecord::new(py, self.0.take()?)
-    }
-
-    /// Every series added, thinned and rebinned in parallel as `read_charts` does; the set is used up.
-    #[pyo3(signature = (bins, max_steps))]
-    fn charts(
-        &mut self,
-        py: Python<'_>,
-        bins: usize,
-        max_steps: Option<usize>,
-    ) -> PyResult<ChartsRecord> {
-        check_bins(bins)?;
-        let logdir = self.0.take()?;
-        let charted = py.detach(|| logdir_charts(logdir, bins, max_steps));
-        ChartsRecord::new(py, charted)
-    }
 }
 
 /// Gathers the skeletons of a run's files one at a time (their buckets freed at
@@ -369,7 +321,10 @@ fn discover_runs(
 #[pyfunction]
 #[pyo3(signature = (root, files, prefix=None))]
 fn group_runs(root: &str, files: Vec<String>, prefix: Option<String>) -> Vec<RunFilesRecord> {
-    let files = files.into_iter().map(PathBuf::from).collect();
+    let files = files
+        .into_iter()
+        .map(|f| (PathBuf::from(f), None))
+        .collect();
     let runs = group_listing(Path::new(root), files);
     records(qualified_runs(runs, prefix.as_deref()))
 }
@@ -383,7 +338,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EventStream>()?;
     m.add_class::<FilePieces>()?;
     m.add_function(wrap_pyfunction!(decode_file, m)?)?;
-    m.add_class::<RunSet>()?;
     m.add_class::<RunPlanner>()?;
     m.add_class::<RunPlan>()?;
     m.add_function(wrap_pyfunction!(merge_files, m)?)?;

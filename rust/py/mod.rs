@@ -25,8 +25,8 @@ mod binning_batch;
 mod card;
 mod compare;
 mod diagnose;
-mod fed;
 mod follow;
+mod fsspec;
 mod layout;
 mod live_chart;
 mod records;
@@ -182,12 +182,12 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binning::register(m)?;
     binning_batch::register(m)?;
     follow::register(m)?;
+    fsspec::register(m)?;
     card::register(m)?;
     compare::register(m)?;
     layout::register(m)?;
     diagnose::register(m)?;
     stream::register(m)?;
-    fed::register(m)?;
     spectral::register(m)?;
     scalars::register(m)?;
     Ok(())

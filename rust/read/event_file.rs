@@ -143,7 +143,7 @@ pub fn read_event_file_into<S: Sink>(
 /// Why a file could not be opened, in words that say what likely happened: a
 /// log directory is listed before its files are read, and a training or a
 /// cleanup may remove a file in between.
-fn open_error(e: &io::Error) -> String {
+pub(crate) fn open_error(e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => {
             "the file is gone (removed or renamed after the log directory was listed)".to_owned()

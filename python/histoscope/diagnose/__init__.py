@@ -24,7 +24,7 @@ from typing import Any, TextIO, Union
 from .. import _args, _core
 from ..progress import each_counted
 from ..read.reader import HistogramSeries, _warn_reports
-from ..read.storage import RunBatch, fetch_runs, find_runs, resolve_logdirs, run_batches
+from ..read.storage import core_logdirs, resolve_logdirs
 
 __all__ = ["KINDS", "ROLES", "SEVERITIES", "Diagnosis", "Finding", "diagnose", "diagnose_runs"]
 
@@ -144,21 +144,15 @@ def diagnose(
         records = _core.diagnose_series([s.record for s in series], kind_list, role_pairs)
         return [Finding._of(r) for r in records]
     logdirs, several = resolve_logdirs(source, storage_options)  # type: ignore[arg-type]
-    if all(ref.is_local for ref in logdirs):
-        target: str | list[tuple[str, PathLike]] = (
-            [(ref.name, ref.path) for ref in logdirs] if several else logdirs[0].path
-        )
-        diagnosis = diagnose_runs(
-            _core.RunStream(target, diagnose=True, kinds=kind_list, roles=role_pairs, series=False),
-            progress,
-        )
-    else:
-        runs = find_runs(logdirs, several)
-        batches = run_batches(runs, _core.READ_BUDGET_BYTES)
-        diagnosis = Diagnosis()
-        for batch in each_counted(batches, RunBatch(tuple(runs)), progress, "checking"):
-            for run in fetch_runs(batch.runs, diagnose=True, kinds=kind_list, roles=role_pairs):
-                diagnosis.add(run)
+    stream = _core.RunStream(
+        core_logdirs(logdirs, several),
+        budget_bytes=_core.READ_BUDGET_BYTES,
+        diagnose=True,
+        kinds=kind_list,
+        roles=role_pairs,
+        series=False,
+    )
+    diagnosis = diagnose_runs(stream, progress)
     _warn_reports(diagnosis.reports)
     return diagnosis.findings
 

@@ -11,7 +11,7 @@ from .. import _args, _core
 from ..errors import DamagedFileWarning, HistoscopeWarning, NotFoundWarning, SharedTagWarning
 from .chart import TensorBoardChart
 from .series import HistogramSeries
-from .storage import LogdirRef, find_runs, read_runs, resolve_logdirs
+from .storage import LogdirRef, core_logdirs, resolve_logdirs
 
 __all__ = [
     "HistogramSeries",
@@ -128,20 +128,11 @@ def read_tensorboard_histograms(
     ]
 
 
-def _core_logdirs(
-    logdirs: list[LogdirRef], several: bool
-) -> str | list[tuple[str, str | os.PathLike[str]]]:
-    """The ``logdir`` argument of the Rust core: one path, or (name, path) pairs."""
-    return [(ref.name, ref.path) for ref in logdirs] if several else logdirs[0].path
-
-
 def _read_series(
     logdirs: list[LogdirRef], several: bool, runs: list[str] | None, tags: list[str] | None
 ) -> _core.LogdirRecord:
-    """The selected series of ``logdirs``, read by the core from disk or from fsspec's bytes."""
-    if all(ref.is_local for ref in logdirs):
-        return _core.load_histograms(_core_logdirs(logdirs, several), runs, tags)
-    return read_runs(find_runs(logdirs, several), runs, tags).load()
+    """The selected series of ``logdirs``, read by the core from disk or through fsspec."""
+    return _core.load_histograms(core_logdirs(logdirs, several), runs, tags)
 
 
 def _read_charts(
@@ -153,9 +144,7 @@ def _read_charts(
     tags: list[str] | None,
 ) -> _core.ChartsRecord:
     """The selected series of ``logdirs`` as charts, thinned and rebinned by the core."""
-    if all(ref.is_local for ref in logdirs):
-        return _core.read_charts(_core_logdirs(logdirs, several), bins, max_steps, runs, tags)
-    return read_runs(find_runs(logdirs, several), runs, tags).charts(bins, max_steps)
+    return _core.read_charts(core_logdirs(logdirs, several), bins, max_steps, runs, tags)
 
 
 def _describe(logdirs: list[LogdirRef]) -> str:

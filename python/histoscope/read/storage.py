@@ -1,9 +1,11 @@
 """Where log directories live: local paths, glob patterns and fsspec URLs, and their runs' files.
 
-A local file is read by the Rust core directly. A file behind a URL (``s3://``,
-``gs://``, ``az://``, ``hf://``, ``file://``: any protocol fsspec knows) is read
-through fsspec in chunks of `CHUNK_BYTES` and fed to the Rust decoder as it
-arrives, so nothing is downloaded whole to disk.
+A local directory is read by the Rust core directly. One behind a URL (``s3://``,
+``gs://``, ``az://``, ``hf://``, ``file://``: any protocol fsspec knows) is handed
+to the core as a `histoscope._core.FsspecLogdir` (`LogdirRef.core`): the core lists
+it once and reads its files through fsspec in chunks of `CHUNK_BYTES`, several at
+once, decoding each as it arrives, so nothing is downloaded whole to disk. Export
+and Dask read remote files piece by piece here (`EventFileRef.decode`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import glob
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -24,7 +25,7 @@ __all__ = [
     "LogdirRef",
     "RunBatch",
     "RunRef",
-    "fetch_runs",
+    "core_logdirs",
     "find_runs",
     "resolve_logdirs",
     "run_batches",
@@ -33,11 +34,10 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: How much of a remote events file is fetched at a time.
-CHUNK_BYTES = 8 * 1024 * 1024
+CHUNK_BYTES = _core.FETCH_CHUNK_BYTES
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _GLOB = re.compile(r"[*?[]")
-_FETCH_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,7 @@ class EventFileRef:
         self._feed(stream)
         return stream.finish()
 
-    def decode_part(self, run: str, *, alone: bool) -> _core.DecodedPart:
-        """Reads the file as a part of the run named ``run``, streaming it in chunks;
-        ``alone``: it is the run's only file, reduced to step profiles as it arrives."""
-        stream = _core.RunPartStream(run, self.display, self.size, alone=alone)
-        self._feed(stream)
-        return stream.finish()
-
-    def _feed(self, stream: _core.EventStream | _core.RunPartStream) -> None:
+    def _feed(self, stream: _core.EventStream) -> None:
         opened = (
             open(self.path, "rb")
             if self.fs is None
@@ -148,6 +141,27 @@ class LogdirRef:
     @property
     def is_local(self) -> bool:
         return self.fs is None
+
+    @property
+    def core(self) -> str | _core.FsspecLogdir:
+        """The directory as the core's readers take it: a local path, or the fsspec
+        filesystem and root they list and read through."""
+        if self.fs is None:
+            return self.path
+        return _core.FsspecLogdir(self.fs, self.path, chunk_bytes=CHUNK_BYTES)
+
+
+def core_logdirs(
+    logdirs: Sequence[LogdirRef], several: bool
+) -> str | _core.FsspecLogdir | list[tuple[str, str | _core.FsspecLogdir]]:
+    """The ``logdir`` argument of the core's readers: one directory, or (name, directory)
+    pairs whose runs are named ``name/run``.
+
+    Example:
+        >>> core_logdirs([LogdirRef("a", "logs/a"), LogdirRef("b", "logs/b")], several=True)
+        [('a', 'logs/a'), ('b', 'logs/b')]
+    """
+    return [(ref.name, ref.core) for ref in logdirs] if several else logdirs[0].core
 
 
 def resolve_logdirs(
@@ -292,49 +306,3 @@ def _runs_of(ref: LogdirRef, prefix: str | None) -> list[RunRef]:
         RunRef(run.name, tuple(EventFileRef(f, sizes[f], ref.fs) for f in run.files))
         for run in _core.group_runs(root, list(sizes), prefix)
     ]
-
-
-def fetch_runs(
-    runs: Sequence[RunRef],
-    *,
-    diagnose: bool = False,
-    kinds: list[str] | None = None,
-    roles: list[tuple[str, str]] | None = None,
-) -> list[_core.RunRecord]:
-    """``runs`` read file by file, several files at once, each file decoded as it
-    arrives (a run's only file straight into its step profiles, never holding its
-    buckets), then each run assembled with its scalars and, with ``diagnose``, judged
-    as a local run is (``kinds`` and ``roles`` as for `histoscope.diagnose`). The
-    records come without series."""
-    jobs = [(run.name, file, len(run.files) == 1) for run in runs for file in run.files]
-    workers = max(1, min(_FETCH_THREADS, len(jobs)))
-    with ThreadPoolExecutor(workers, thread_name_prefix="histoscope-fetch") as pool:
-        parts = iter(list(pool.map(lambda job: job[1].decode_part(job[0], alone=job[2]), jobs)))
-    return [
-        _core.assemble_run(
-            run.name,
-            [next(parts) for _ in run.files],
-            bytes=RunBatch((run,)).bytes,
-            diagnose=diagnose,
-            kinds=kinds,
-            roles=roles,
-        )
-        for run in runs
-    ]
-
-
-def read_runs(
-    runs: Sequence[RunRef], chosen: list[str] | None, tags: list[str] | None
-) -> _core.RunSet:
-    """Reads the ``chosen`` runs (None: all) file by file, several files at once, each
-    merged by the core as it completes, into a set that gives series or charts.
-    """
-    reading = [run for run in runs if chosen is None or run.name in chosen]
-    files = [f for run in reading for f in run.files]
-    workers = max(1, min(_FETCH_THREADS, len(files)))
-    run_set = _core.RunSet([run.name for run in runs])
-    with ThreadPoolExecutor(workers, thread_name_prefix="histoscope-fetch") as pool:
-        decoded = iter(list(pool.map(lambda f: f.decode(tags), files)))
-    for run in reading:
-        run_set.add(run.name, [next(decoded) for _ in run.files])
-    return run_set
