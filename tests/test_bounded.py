@@ -12,14 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import FIXTURE_NAMES
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import histoscope as hs
 from histoscope import _core
 from histoscope.diagnose import diagnose_runs
 from histoscope.errors import DamagedFileWarning, HistoscopeWarning
-from histoscope.read.storage import EventFileRef, RunBatch, RunRef, run_batches
 from histoscope.view import report
 
 #: Budgets in bytes: one run at a time, two runs of the generated log directory, all.
@@ -255,30 +252,6 @@ def test_the_viewers_findings_wait_longer_after_a_long_check(planted: Path) -> N
     assert not findings.stale(made + FINDINGS_SECONDS + 0.1)
     assert not findings.stale(made + FINDINGS_PAUSE_FACTOR * 100.0 - 1)
     assert findings.stale(made + FINDINGS_PAUSE_FACTOR * 100.0 + 1)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    sizes=st.lists(st.lists(st.integers(0, 100), min_size=1, max_size=3), max_size=12),
-    budget=st.integers(1, 250),
-)
-def test_remote_runs_are_batched_in_order_within_the_budget(
-    sizes: list[list[int]], budget: int
-) -> None:
-    runs = [
-        RunRef(f"run{r}", tuple(EventFileRef(f"run{r}/{i}", size) for i, size in enumerate(files)))
-        for r, files in enumerate(sizes)
-    ]
-    batches = run_batches(runs, budget)
-    # every run once, in order
-    assert [run for batch in batches for run in batch.runs] == runs
-    for batch, after in zip(batches, [*batches[1:], None]):
-        # within the budget, or one larger run alone
-        assert batch.bytes <= budget or len(batch.runs) == 1
-        # and no smaller than it need be: the next run would not have fitted
-        if after is not None:
-            assert batch.bytes + RunBatch(after.runs[:1]).bytes > budget
-    assert sum(batch.files for batch in batches) == sum(map(len, sizes))
 
 
 def test_the_viewers_findings_read_again_only_the_runs_that_changed(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 import urllib.request
 import warnings
@@ -97,31 +98,43 @@ def test_the_report_of_the_bucket_equals_the_local_report(
     assert all(f"s3://{BUCKET}/logs/{name}/" in str(w.message) for w in remote_warnings)
 
 
-def test_the_report_fetches_a_batch_at_a_time_and_leaves_no_spool(
-    fixtures: Path, s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+def test_the_report_fetches_a_batch_at_a_time_and_writes_nothing_to_disk(
+    fixtures: Path,
+    s3: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    real_open = s3fs.S3FileSystem.open
+    reading: set[str] = set()
     held: list[int] = []
-    spools: list[str] = []
-    real_fetch, real_init = spool.Spool.fetch, spool.Spool.__init__
 
-    def init(self: spool.Spool, *args: Any) -> None:
-        real_init(self, *args)
-        spools.append(self.root)
+    class TrackedFile:
+        def __init__(self, path: str, file: Any) -> None:
+            self.path, self.file = path, file
+            reading.add(path)
+            held.append(len(reading))
 
-    def fetch(self: spool.Spool, files: Any) -> None:
-        real_fetch(self, files)
-        held.append(len(self.held))
+        def read(self, size: int) -> bytes:
+            return self.file.read(size)
 
-    monkeypatch.setattr(spool.Spool, "__init__", init)
-    monkeypatch.setattr(spool.Spool, "fetch", fetch)
+        def close(self) -> None:
+            reading.discard(self.path)
+            self.file.close()
+
+    monkeypatch.setattr(
+        s3fs.S3FileSystem,
+        "open",
+        lambda fs, path, *a, **k: TrackedFile(path, real_open(fs, path, *a, **k)),
+    )
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     url = f"s3://{BUCKET}/logs/torch_writer"
     got = _embedded(build_report(url, budget_bytes=1, storage_options=s3))
     assert _shared(got) == _shared(
         _embedded(build_report(fixtures / "torch_writer", budget_bytes=1))
     )
-    # two runs of one file each, read twice (findings, then rebinning), one run held at a time
+    # two runs of one file each, read twice (findings, then rebinning), one file held at a time
     assert held == [1, 1, 1, 1]
-    assert len(spools) == 2 and not any(os.path.exists(root) for root in spools)
+    assert not reading and not any(tmp_path.iterdir())
 
 
 def test_histoscope_report_takes_a_url_and_storage_options(

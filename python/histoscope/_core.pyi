@@ -26,7 +26,7 @@ SEVERITIES: list[str]
 BASIS_POINTS: list[int]
 
 _Dir = str | os.PathLike[str] | "FsspecLogdir"
-_Logdirs = _Dir | list[tuple[str, _Dir]]
+_Logdirs = _Dir | Sequence[tuple[str, _Dir]]
 _F64 = npt.NDArray[np.float64]
 _I64 = npt.NDArray[np.int64]
 _Encoding = Literal["float16", "bfloat16"]
@@ -156,12 +156,11 @@ def histogram(
 ) -> BinnedHistogram: ...
 
 FETCH_CHUNK_BYTES: int
+FETCH_PARALLEL_READS: int
 
 @final
 class FsspecLogdir:
-    def __new__(
-        cls, fs: Any, root: str | os.PathLike[str], chunk_bytes: int = ...
-    ) -> Self: ...
+    def __new__(cls, fs: Any, root: str | os.PathLike[str], chunk_bytes: int = ...) -> Self: ...
     @property
     def root(self) -> str: ...
 
@@ -442,6 +441,7 @@ class RunRecord:
     superseded: Final[int]
     series: Final[list[SeriesRecord]]
     findings: Final[list[FindingRecord]]
+    layout: Final[list[LayoutRecord]]
 
 @final
 class RunStream:

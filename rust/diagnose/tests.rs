@@ -223,7 +223,15 @@ pub(super) fn evidence(run: &str, scalars: &[(&str, Vec<f64>)], optimizer: &[&st
         })
         .collect();
     let optimizer = optimizer.iter().map(|c| (*c).to_owned()).collect();
-    [(run.to_owned(), RunEvidence { scalars, optimizer })].into()
+    [(
+        run.to_owned(),
+        RunEvidence {
+            scalars,
+            optimizer,
+            ..Default::default()
+        },
+    )]
+    .into()
 }
 
 /// A series whose stored stats give each step's mean and std (count 100 in [min, max]).

@@ -1,4 +1,5 @@
-//! What a run's files hold besides histograms that diagnosis weighs: its scalars and its optimizer.
+//! What a run's files hold besides histograms: the scalars and optimizer diagnosis weighs,
+//! and the card layout `define_metric` declared.
 //!
 //! Each file is read once, histograms and all: [`Evidenced`] wraps the sink
 //! that takes the histograms and keeps the rest as [`Mark`]s in record order;
@@ -9,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::read::event_file::{PointView, Sink};
+use crate::read::metric_layout::MetricLayout;
 use crate::read::optimizer_note::OptimizerNote;
 
 /// One scalar tag of a run: its steps, increasing, and their values.
@@ -27,6 +29,9 @@ pub struct RunEvidence {
     /// The optimizer `watch` last noted: its class and those it derives from,
     /// most derived first; empty where none was noted.
     pub optimizer: Vec<String>,
+    /// Every `define_metric` declaration, in file order (a later one wins where
+    /// patterns overlap; a restart does not take one back).
+    pub layout: Vec<MetricLayout>,
 }
 
 /// One record of a file that diagnosis weighs, in record order.
@@ -35,6 +40,7 @@ pub enum Mark {
     Scalar { tag: String, step: i64, value: f64 },
     Start { step: i64 },
     Optimizer(Vec<String>),
+    Layout(MetricLayout),
 }
 
 /// A sink that hands histograms and restarts to `inner` and keeps scalars,
@@ -76,6 +82,10 @@ impl<S: Sink> Sink for Evidenced<S> {
         self.marks.push(Mark::Optimizer(note.classes));
     }
 
+    fn layout(&mut self, layout: MetricLayout) {
+        self.marks.push(Mark::Layout(layout));
+    }
+
     fn progress(&mut self, offset: u64, length: Option<u64>) {
         self.inner.progress(offset, length);
     }
@@ -86,6 +96,7 @@ impl RunEvidence {
     pub fn replay<'a>(files: impl IntoIterator<Item = &'a [Mark]>) -> RunEvidence {
         let mut scalars: BTreeMap<&str, ScalarSeries> = BTreeMap::new();
         let mut optimizer = Vec::new();
+        let mut layout = Vec::new();
         for mark in files.into_iter().flatten() {
             match mark {
                 Mark::Scalar { tag, step, value } => {
@@ -97,11 +108,13 @@ impl RunEvidence {
                 }
                 Mark::Start { step } => scalars.values_mut().for_each(|s| s.purge_from(*step)),
                 Mark::Optimizer(classes) => optimizer.clone_from(classes),
+                Mark::Layout(declared) => layout.push(declared.clone()),
             }
         }
         RunEvidence {
             scalars: scalars.into_values().collect(),
             optimizer,
+            layout,
         }
     }
 

@@ -102,26 +102,15 @@ impl RunStream {
     /// Reads the next runs that fit the budget together (the next run alone when
     /// it is larger), in name order; empty when every run has been read.
     pub fn next_batch(&mut self) -> Vec<StreamedRun> {
-        let mut batch = Vec::new();
-        let mut weight = 0u64;
         // At most as many runs as files are read at once: one per core on disk, a
         // store's own number of reads in flight.
         let most = self
             .pending
             .front()
-            .map_or(1, |l| l.run.storage.parallel_reads())
-            .max(1);
-        while let Some(next) = self.pending.front() {
-            let more = self.weight(next);
-            let fits = self
-                .budget
-                .is_none_or(|b| weight + more <= b && batch.len() < most);
-            if !batch.is_empty() && !fits {
-                break;
-            }
-            weight += more;
-            batch.extend(self.pending.pop_front());
-        }
+            .map_or(1, |l| l.run.storage.parallel_reads());
+        let weights = self.pending.iter().map(|l| self.weight(l));
+        let taken = batch_len(weights, self.budget, most);
+        let batch: Vec<Listed> = self.pending.drain(..taken).collect();
         let runs: Vec<&RunFiles> = batch.iter().map(|l| &l.run).collect();
         read_runs(&runs, self.tags.as_ref(), self.reading)
             .into_iter()
@@ -133,6 +122,23 @@ impl RunStream {
             })
             .collect()
     }
+}
+
+/// How many runs, weighing `weights` in their order, the next batch takes: as many
+/// as fit `budget` together and at most `most`, or the first alone when it is
+/// larger; every run when there is no budget.
+fn batch_len(weights: impl Iterator<Item = u64>, budget: Option<u64>, most: usize) -> usize {
+    let mut taken = 0;
+    let mut held = 0u64;
+    for weight in weights {
+        let fits = budget.is_none_or(|b| held + weight <= b && taken < most);
+        if taken > 0 && !fits {
+            break;
+        }
+        held += weight;
+        taken += 1;
+    }
+    taken
 }
 
 impl RunStream {
@@ -250,6 +256,36 @@ mod tests {
         );
         let reports: Vec<_> = runs.iter().flat_map(|r| &r.run.merged.reports).collect();
         assert_eq!(reports, whole.reports.iter().collect::<Vec<_>>());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn batches_take_every_run_in_order_within_the_budget(
+            weights in proptest::collection::vec(0u64..100, 0..12),
+            budget in proptest::option::of(1u64..250),
+            most in 1usize..6,
+        ) {
+            let mut left = &weights[..];
+            while !left.is_empty() {
+                let taken = batch_len(left.iter().copied(), budget, most);
+                let held: u64 = left[..taken].iter().sum();
+                // at least one run; every run without a budget; within it and at
+                // most `most`, or one larger run alone
+                proptest::prop_assert!(taken >= 1);
+                match budget {
+                    None => proptest::prop_assert_eq!(taken, left.len()),
+                    Some(b) => {
+                        proptest::prop_assert!((held <= b && taken <= most) || taken == 1);
+                        // and no smaller than it need be: the next run would not have fitted
+                        if taken < left.len() && taken < most {
+                            proptest::prop_assert!(held + left[taken] > b);
+                        }
+                    }
+                }
+                left = &left[taken..];
+            }
+            proptest::prop_assert_eq!(batch_len(std::iter::empty(), budget, most), 0);
+        }
     }
 
     #[test]

@@ -178,5 +178,6 @@ impl Drop for PyFile {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FsspecLogdir>()?;
     m.add("FETCH_CHUNK_BYTES", CHUNK_BYTES)?;
+    m.add("FETCH_PARALLEL_READS", PARALLEL_READS)?;
     Ok(())
 }

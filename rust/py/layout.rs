@@ -20,7 +20,7 @@ impl From<LayoutError> for PyErr {
 
 /// The section and visibility `Run.define_metric` declared for the keys matching `pattern`.
 #[pyclass(module = "histoscope._core", frozen, get_all)]
-pub struct LayoutRecord {
+pub(super) struct LayoutRecord {
     pattern: String,
     section: Option<String>,
     hidden: bool,

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::batch::Logdirs;
 use super::diagnose::{py_findings, FindingRecord};
+use super::layout::LayoutRecord;
 use super::records::{reports, series_records, FileReportRecord, SeriesRecord};
 use super::selection;
 use crate::diagnose::{diagnose_run, Finding, Options};
@@ -18,7 +19,8 @@ use crate::logdir::stream::{self, Prefetched, StreamedRun};
 
 /// One run of a stream: its name, its files' count and bytes when listed, what
 /// reading them reported, what restarts superseded, its series (empty unless
-/// kept) and its findings (empty unless diagnosed).
+/// kept), its findings (empty unless diagnosed) and its `define_metric`
+/// declarations in file order.
 #[pyclass(frozen, get_all, module = "histoscope._core")]
 pub struct RunRecord {
     run: String,
@@ -28,6 +30,7 @@ pub struct RunRecord {
     superseded: usize,
     series: Vec<Py<SeriesRecord>>,
     findings: Vec<Py<FindingRecord>>,
+    layout: Vec<Py<LayoutRecord>>,
 }
 
 #[pymethods]
@@ -64,6 +67,12 @@ impl RunRecord {
             superseded: run.merged.superseded,
             series: series_records(py, run.merged.series)?,
             findings: py_findings(py, ready.findings)?,
+            layout: run
+                .evidence
+                .layout
+                .into_iter()
+                .map(|declared| Py::new(py, LayoutRecord::from(declared)))
+                .collect::<PyResult<_>>()?,
         })
     }
 }

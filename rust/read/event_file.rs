@@ -10,6 +10,7 @@ use thiserror::Error;
 
 use crate::histograms::data_compat::{self, CompatError};
 use crate::histograms::stats::Stats;
+use crate::read::metric_layout::{self, MetricLayout};
 use crate::read::optimizer_note::{self, OptimizerNote};
 use crate::read::proto_view::{summary_values, EventView, HistogramView, TensorView, ValueView};
 use crate::read::report::{Damage, FileReport};
@@ -167,6 +168,9 @@ pub trait Sink {
 
     /// An optimizer note of `watch` (see [`optimizer_note`]); dropped unless wanted.
     fn optimizer(&mut self, _note: OptimizerNote) {}
+
+    /// A `define_metric` declaration (see [`metric_layout`]); dropped unless wanted.
+    fn layout(&mut self, _layout: MetricLayout) {}
 
     /// How far into the input the next record starts, and the input's length
     /// when known, so that a sink can size its buffers once.
@@ -427,7 +431,7 @@ enum Payload<'v> {
 const DT_STRING: i32 = 7;
 
 impl<S: Sink> Decoder<'_, S> {
-    /// Hands a scalar or an optimizer note to the sink; false for any other value.
+    /// Hands a scalar, an optimizer note or a layout declaration to the sink; false for any other value.
     /// Neither is a histogram: one that cannot be read is passed over, not damage.
     fn evidence(&mut self, step: i64, value: ValueView<'_>) -> bool {
         if let Some(scalar) = value.simple_value {
@@ -452,6 +456,12 @@ impl<S: Sink> Decoder<'_, S> {
             (Some(optimizer_note::PLUGIN), _) => {
                 if let Some(note) = value.plugin_content.and_then(optimizer_note::decode) {
                     self.sink.optimizer(note);
+                }
+                true
+            }
+            (Some(metric_layout::PLUGIN), _) => {
+                if let Some(layout) = value.plugin_content.and_then(metric_layout::decode) {
+                    self.sink.layout(layout);
                 }
                 true
             }

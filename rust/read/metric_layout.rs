@@ -75,6 +75,11 @@ pub fn read_layout(path: &Path, start: u64) -> Result<(u64, Vec<MetricLayout>), 
     Ok((start + end, found))
 }
 
+/// A declaration from its value's plugin content; `None` when malformed.
+pub fn decode(content: &[u8]) -> Option<MetricLayout> {
+    MetricLayout::decode(content).ok()
+}
+
 /// The layout declarations in one encoded `Event`; malformed ones are skipped.
 fn declarations(event: &[u8]) -> Vec<MetricLayout> {
     let Some(summary) = EventView::decode(event).ok().and_then(|e| e.summary) else {
@@ -95,6 +100,7 @@ fn declarations(event: &[u8]) -> Vec<MetricLayout> {
 mod tests {
     use super::*;
     use crate::histograms::stats::Stats;
+    use crate::logdir::load::{LogdirSource, Selection};
     use crate::read::event_file::read_event_file;
     use crate::write::event_writer::{histogram_event, layout_event, EventWriter, HistogramRecord};
     use std::fs;
@@ -136,6 +142,13 @@ mod tests {
         let contents = read_event_file(writer.path(), None);
         assert_eq!(contents.entries.len(), 1);
         assert!(!contents.report.has_problems());
+        // a run read whole holds the declarations in file order, read in the same pass
+        let loaded = LogdirSource::local(&dir)
+            .load(&Selection::default())
+            .unwrap();
+        let (_, every) = read_layout(writer.path(), 0).unwrap();
+        assert_eq!(every.len(), 2);
+        assert_eq!(loaded.evidence["."].layout, every);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,8 +1,9 @@
-"""Remote log directories read as local ones: their events files spooled by byte ranges.
+"""Remote log directories followed as local ones: their events files spooled by byte ranges.
 
-The viewer and the report read a log directory through the core's local
-readers (the run loader, which keeps each file's byte offset and reads its
-segments again, and `_core.RunStream`). Behind an fsspec URL, a `Spool` keeps,
+The viewer (and a notebook widget or `compare` on a URL) follows a log directory
+through the core's run loader, which keeps each file's byte offset and reads its
+segments again, by random access, for the buckets of a card. Behind an fsspec URL,
+a `Spool` keeps,
 for each remote events file, the bytes fetched so far in a file of the same
 relative path in a private temporary directory, deleted on close. Events files
 are append-only, so each fetch asks for the range past what the spool holds, a
@@ -11,8 +12,9 @@ a file that grows as a writer's does, a record cut at its end included.
 
 `RemoteLogdir` follows a directory for the viewer: each `sync` is one listing
 of the whole directory (fsspec's ``find`` with sizes) and one ranged read per
-chunk of what grew. `SpooledRuns` reads one for the report a few runs at a time,
-as ``check`` does, each batch's files deleted from the spool once read.
+chunk of what grew. What reads a directory once (``load_histograms``, ``check``,
+``report``) needs no spool: the core reads it through fsspec itself
+(`storage.LogdirRef.core`).
 
 Example:
     >>> import fsspec, glob
@@ -29,17 +31,17 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import _core
 from . import storage
-from .storage import EventFileRef, LogdirRef, RunRef
+from .storage import LogdirRef, RunRef
 
-__all__ = ["RemoteLogdir", "Spool", "SpooledRuns", "is_url", "remote_logdir"]
+__all__ = ["RemoteLogdir", "Spool", "is_url", "remote_logdir"]
 
-_FETCH_THREADS = 8
+_FETCH_THREADS = _core.FETCH_PARALLEL_READS
 
 
 def is_url(logdir: object) -> bool:
@@ -196,59 +198,3 @@ class RemoteLogdir:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class SpooledRuns:
-    """The runs of a remote log directory read by `_core.RunStream` as a local directory's
-    are, with ``options`` as it takes them: a batch of at most ``budget_bytes`` of files
-    (or one larger run) at a time is fetched into a spool, read and deleted, so disk
-    and memory follow the budget. ``runs``, ``files`` and ``bytes`` are the listing's,
-    made once; each iteration fetches the files again. ``layout`` holds, after a full
-    iteration, each run's ``define_metric`` declarations in file order.
-    """
-
-    def __init__(
-        self, ref: LogdirRef, budget_bytes: int | None, runs: Sequence[RunRef] | None = None
-    ) -> None:
-        self.ref = ref
-        self.budget_bytes = budget_bytes
-        self.refs = list(runs) if runs is not None else storage.find_runs([ref], False)
-        if not self.refs:
-            raise FileNotFoundError(f"no events files (*tfevents*) under {ref.name!r}")
-        self.runs = [run.name for run in self.refs]
-        self.files = sum(len(run.files) for run in self.refs)
-        self.bytes = storage.RunBatch(tuple(self.refs)).bytes
-        self.layout: list[_core.LayoutRecord] = []
-        self.reports: list[str] = []
-        self.shared_notes: list[str] = []
-
-    def read(self, **options: Any) -> Iterator[_core.RunRecord]:
-        """Each run, read with ``options`` as `_core.RunStream` takes them, a batch at a time;
-        the summaries of damaged files, naming their URLs, are kept in ``reports``, and the
-        notes of files whose tags were kept apart by position in ``shared_notes``."""
-        budget = self.budget_bytes if self.budget_bytes is not None else self.bytes + 1
-        self.layout, self.reports, self.shared_notes = [], [], []
-        spool = Spool(self.ref.fs, self.ref.path)
-        try:
-            for batch in storage.run_batches(self.refs, budget):
-                paths = [f.path for run in batch.runs for f in run.files]
-                spool.fetch([(f.path, _size(f)) for run in batch.runs for f in run.files])
-                names = [run.name for run in batch.runs]
-                stream = _core.RunStream(
-                    spool.root, runs=names, budget_bytes=self.budget_bytes, **options
-                )
-                for record in stream:
-                    self.reports += [spool.url(r.summary) for r in record.reports if r.has_problems]
-                    notes = [r.shared_note for r in record.reports if r.shared_note]
-                    self.shared_notes += [spool.url(note) for note in notes]
-                    yield record
-                for run in _core.discover_runs(spool.root):
-                    for path in run.files:
-                        self.layout += _core.read_layout(path)[1]
-                spool.drop(paths)
-        finally:
-            spool.close()
-
-
-def _size(file: EventFileRef) -> int:
-    return file.size if file.size is not None else file.nbytes

@@ -23,12 +23,10 @@ __all__ = [
     "CHUNK_BYTES",
     "EventFileRef",
     "LogdirRef",
-    "RunBatch",
     "RunRef",
     "core_logdirs",
     "find_runs",
     "resolve_logdirs",
-    "run_batches",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -88,46 +86,6 @@ class RunRef:
 
     name: str
     files: tuple[EventFileRef, ...]
-
-
-@dataclass(frozen=True)
-class RunBatch:
-    """Runs read together, counted in files and bytes (the sizes the listing gave)."""
-
-    runs: tuple[RunRef, ...]
-
-    @property
-    def files(self) -> int:
-        return sum(len(run.files) for run in self.runs)
-
-    @property
-    def bytes(self) -> int:
-        return sum(file.nbytes for run in self.runs for file in run.files)
-
-
-def run_batches(runs: Sequence[RunRef], budget: int) -> list[RunBatch]:
-    """``runs`` in order, in batches of at most ``budget`` bytes of files, or of one run
-    larger than that alone: read a batch at a time, memory follows the budget or the
-    largest run, not the log directory.
-
-    Example:
-        >>> a, b, c = (RunRef(n, (EventFileRef(n, size),)) for n, size in zip("abc", (4, 5, 9)))
-        >>> [[run.name for run in batch.runs] for batch in run_batches([a, b, c], budget=9)]
-        [['a', 'b'], ['c']]
-    """
-    batches: list[RunBatch] = []
-    held: list[RunRef] = []
-    held_bytes = 0
-    for run in runs:
-        size = RunBatch((run,)).bytes
-        if held and held_bytes + size > budget:
-            batches.append(RunBatch(tuple(held)))
-            held, held_bytes = [], 0
-        held.append(run)
-        held_bytes += size
-    if held:
-        batches.append(RunBatch(tuple(held)))
-    return batches
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,8 @@ The log directory is read twice, a few runs at a time, so that memory follows
 its largest run: the first read diagnoses each run and keeps the kept steps'
 statistics and the span of their buckets; the second, once every key's span is
 known, rebins each run's kept steps onto its key's shared bins. A log directory
-behind an fsspec URL is read so too: each batch of runs fetched into a private
-spool, read there as a local directory's runs are, then deleted
-(`histoscope.read.spool.SpooledRuns`).
+behind an fsspec URL is read so too, by the same core stream: each batch of runs
+fetched through fsspec and decoded as it arrives, nothing written to disk.
 """
 
 from __future__ import annotations
@@ -40,9 +39,9 @@ import numpy as np
 from .. import _core
 from ..diagnose import Diagnosis
 from ..errors import DamagedFileWarning, HistoscopeWarning, SharedTagWarning
-from ..progress import Counted, each_counted
+from ..progress import each_counted
 from ..read.reader import HistogramSeries, _warn_missing
-from ..read.spool import SpooledRuns, is_url, remote_logdir
+from ..read.spool import is_url, remote_logdir
 from .page import MODULES, asset_text, bundle, vocabulary_script
 from .report_orders import report_orders
 from .spectral import SpectralTrends
@@ -102,8 +101,9 @@ def build_report(
 
     ``logdir`` may be an fsspec URL (``s3://bucket/logs``; ``storage_options`` as for
     `histoscope.load_histograms`): its runs are fetched ``budget_bytes`` of files at a
-    time into a private spool, read there and deleted, and the report is the one of
-    the same directory on disk. A URL with no events files is refused (FileNotFoundError).
+    time and read as they arrive, and the report is the one of the same directory on
+    disk, less the rankings and spectral trends (which read the runs' indexes again).
+    A URL with no events files is refused (FileNotFoundError).
 
     Example:
         >>> page = build_report("examples/logdir", max_steps=21)
@@ -116,13 +116,24 @@ def build_report(
         raise ValueError(f"bins must be a whole number, got {bins!r}")
     _core.check_bin_count(bins)
     path = os.fspath(logdir)
-    remote = None
-    name = os.path.basename(os.path.abspath(path))
     if is_url(path):
-        remote = SpooledRuns(remote_logdir(path, storage_options), budget_bytes)
+        source = _Source(path, remote_logdir(path, storage_options).core, remote=True)
         name = path.rstrip("/").rsplit("/", 1)[-1]
-    data = _data(path, max_steps, bins, progress, budget_bytes, remote)
+    else:
+        source = _Source(path, path, remote=False)
+        name = os.path.basename(os.path.abspath(path))
+    data = _data(source, max_steps, bins, progress, budget_bytes)
     return report_page(data, name)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """The log directory a report reads: as named, as the core reads it, and whether
+    it is behind a URL (whose runs' indexes are not read again for rankings)."""
+
+    name: str
+    core: str | _core.FsspecLogdir
+    remote: bool
 
 
 def report_page(data: Mapping[str, Any], name: str) -> str:
@@ -156,54 +167,45 @@ def report_page(data: Mapping[str, Any], name: str) -> str:
 
 
 def _data(
-    logdir: str,
+    source: _Source,
     max_steps: int,
     bins: int,
     progress: TextIO | None,
     budget_bytes: int | None,
-    remote: SpooledRuns | None = None,
 ) -> dict[str, Any]:
-    def runs(**options: Any) -> tuple[Iterable[_core.RunRecord], Counted, list[str]]:
-        """The runs read with ``options``, what counts them, and the names of all."""
-        if remote is not None:
-            return remote.read(**options), remote, remote.runs
-        stream = _core.RunStream(logdir, budget_bytes=budget_bytes, **options)
-        return stream, stream, stream.runs
+    logdir = source.name
 
-    first, counted, names = runs(diagnose=True)
+    def runs(**options: Any) -> _core.RunStream:
+        return _core.RunStream(source.core, budget_bytes=budget_bytes, **options)
+
+    first = runs(diagnose=True)
+    if source.remote and not first.runs:
+        raise FileNotFoundError(f"no events files (*tfevents*) under {logdir.rstrip('/')!r}")
+    names = first.runs
     # A log directory that fits the budget is read once, its kept steps kept.
-    once = budget_bytes is None or counted.bytes <= budget_bytes
+    once = budget_bytes is None or first.bytes <= budget_bytes
     gathered = _Gathered(max_steps, bins, keep_rows=once)
-    for run in each_counted(first, counted, progress, "report: reading"):
+    for run in each_counted(first, first, progress, "report: reading"):
         gathered.add(run)
-    damaged = (
-        remote.reports
-        if remote is not None
-        else [r.summary for r in gathered.diagnosis.reports if r.has_problems]
-    )
-    for summary in damaged:
+    for summary in [r.summary for r in gathered.diagnosis.reports if r.has_problems]:
         warnings.warn(summary, DamagedFileWarning, stacklevel=2)
-    shared = (
-        remote.shared_notes
-        if remote is not None
-        else [r.shared_note for r in gathered.diagnosis.reports if r.shared_note]
-    )
+    shared = [r.shared_note for r in gathered.diagnosis.reports if r.shared_note]
     for note in dict.fromkeys(shared):
         warnings.warn(note, SharedTagWarning, stacklevel=2)
     _warn_missing(repr(logdir), names, None, None, gathered.cards, bool(gathered.cards))
-    layout = _layout(logdir) if remote is None else _declared(remote.layout)
+    layout = _declared(gathered.layout)
     if once:
         gathered.rebin_kept()
     else:
-        again, counted, _ = runs()
-        for run in each_counted(again, counted, progress, "report: binning"):
+        again = runs()
+        for run in each_counted(again, again, progress, "report: binning"):
             gathered.rebin(run)
     cards = gathered.cards_by_key()
     runs_found = sorted(gathered.steps)
     # Rankings and comparisons read the runs' indexes again: local directories only.
-    orders = report_orders(logdir, runs_found) if remote is None and runs_found else None
+    orders = report_orders(logdir, runs_found) if not source.remote and runs_found else None
     # A spectrum's α and stable rank over steps, as the viewer draws them (local only).
-    spectral = None if remote is not None else SpectralTrends(logdir, 0.0).embedded(names)
+    spectral = None if source.remote else SpectralTrends(logdir, 0.0).embedded(names)
     return {
         "orders": orders,
         "runs": runs_found,
@@ -230,14 +232,18 @@ class _Gathered:
     steps: dict[str, set[int]] = field(default_factory=dict)
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     kept: list[tuple[str, _core.SeriesRecord]] = field(default_factory=list)
+    #: Every run's ``define_metric`` declarations, run by run in file order.
+    layout: list[_core.LayoutRecord] = field(default_factory=list)
     charts: _core.SharedCharts = field(init=False)
 
     def __post_init__(self) -> None:
         self.charts = _core.SharedCharts(self.bins, self.max_steps)
 
     def add(self, run: _core.RunRecord) -> None:
-        """Keeps a run's findings and, of each series, its kept steps and statistics."""
+        """Keeps a run's findings, its layout and, of each series, its kept steps and
+        statistics."""
         self.diagnosis.add(run)
+        self.layout += run.layout
         for record in run.series:
             series = HistogramSeries.from_record(record)
             kept = self.charts.keep(record)
@@ -306,14 +312,6 @@ def _compact(values: np.ndarray) -> np.ndarray:
     scale = 10.0 ** (3 - magnitude)
     out[finite] = np.round(values[finite] * scale) / scale
     return out
-
-
-def _layout(logdir: str) -> list[dict[str, Any]]:
-    """The ``define_metric`` declarations of every run, run by run in file order."""
-    return _declared(
-        d for run in _core.discover_runs(logdir) for path in run.files
-        for d in _core.read_layout(path)[1]
-    )  # fmt: skip
 
 
 def _declared(found: Iterable[_core.LayoutRecord]) -> list[dict[str, Any]]:
