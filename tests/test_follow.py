@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -175,3 +177,26 @@ def test_a_request_meeting_a_first_read_in_flight_waits_for_it(
     second.join(10)
     run = answers["second"]
     assert run is not None and sorted(run.series) == sorted(_load(fixtures / "tf2_summary"))
+
+
+def test_a_script_ending_while_runs_are_read_in_the_background_exits_cleanly(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    # Eight runs read 4 KB at a time: catch-up threads are in the core when the script
+    # ends. Returning from it as Python finalizes crashed the process (SIGSEGV) in about a
+    # third of such exits before the interpreter's exit waited for them.
+    source = next((fixtures / "many_steps").rglob("*tfevents*"))
+    for run in range(8):
+        (tmp_path / f"run{run}").mkdir()
+        shutil.copy(source, tmp_path / f"run{run}" / source.name)
+    script = (
+        "from histoscope.view import follow\n"
+        "follow.SEGMENT_BYTES = 4096\n"
+        f"index = follow.LogdirIndex({str(tmp_path)!r})\n"
+        "for name in index.runs():\n"
+        "    index.run(name)\n"
+        "assert not all(index.run(name).caught_up for name in index.runs())\n"
+    )
+    for _ in range(6):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        assert done.returncode == 0, f"exit status {done.returncode}: {done.stderr[-2000:]}"

@@ -158,6 +158,8 @@ def histogram(
 FETCH_CHUNK_BYTES: int
 FETCH_PARALLEL_READS: int
 
+def stop_fetching() -> None: ...
+
 @final
 class FsspecLogdir:
     def __new__(cls, fs: Any, root: str | os.PathLike[str], chunk_bytes: int = ...) -> Self: ...

@@ -3,8 +3,10 @@
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyDict, PyDictMethods};
@@ -16,6 +18,27 @@ pub const CHUNK_BYTES: usize = 8 << 20;
 
 /// How many remote files are read at once: a bucket's latency, not the cores, bounds it.
 pub const PARALLEL_READS: usize = 8;
+
+/// Set as the interpreter exits (`stop_fetching`, registered with `atexit` by
+/// `histoscope.read.storage`): from then on no thread of the core takes the GIL to
+/// fetch. A fetch thread taking it once Python finalizes is ended by CPython (up to
+/// 3.13) with an unwind through the core's frames, which crashes the process.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Runs `f` with the GIL, unless the interpreter is exiting.
+fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> io::Result<R>) -> io::Result<R> {
+    if EXITING.load(Ordering::Acquire) {
+        return Err(io::Error::other("the Python interpreter is exiting"));
+    }
+    Python::try_attach(f)
+        .unwrap_or_else(|| Err(io::Error::other("the Python interpreter is exiting")))
+}
+
+/// Stops every fetch through fsspec: reads in flight end with an error at their next chunk.
+#[pyfunction]
+fn stop_fetching() {
+    EXITING.store(true, Ordering::Release);
+}
 
 /// A log directory behind an fsspec filesystem: `fs` and the `root` path in it, as
 /// `fsspec.core.url_to_fs` gives them, its files fetched `chunk_bytes` at a time. Read
@@ -81,7 +104,7 @@ fn io_error(e: PyErr) -> io::Error {
 
 impl ObjectStore for FsspecStore {
     fn list(&self, root: &Path) -> io::Result<Vec<(PathBuf, Option<u64>)>> {
-        Python::attach(|py| {
+        with_python(|py| {
             let kwargs = PyDict::new(py);
             kwargs.set_item("detail", true).map_err(io_error)?;
             let found = self
@@ -108,19 +131,17 @@ impl ObjectStore for FsspecStore {
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
-        let file = Python::attach(|py| {
+        let file = with_python(|py| {
             let kwargs = PyDict::new(py);
-            kwargs.set_item("block_size", self.chunk)?;
+            kwargs
+                .set_item("block_size", self.chunk)
+                .map_err(io_error)?;
             self.fs
                 .call_method(py, "open", (text(path), "rb"), Some(&kwargs))
-        })
-        .map_err(|e| {
-            let missing =
-                Python::attach(|py| e.is_instance_of::<pyo3::exceptions::PyFileNotFoundError>(py));
-            match missing {
-                true => io::Error::new(io::ErrorKind::NotFound, e.to_string()),
-                false => io_error(e),
-            }
+                .map_err(|e| match e.is_instance_of::<PyFileNotFoundError>(py) {
+                    true => io::Error::new(io::ErrorKind::NotFound, e.to_string()),
+                    false => io_error(e),
+                })
         })?;
         Ok(Box::new(PyFile {
             file,
@@ -129,10 +150,11 @@ impl ObjectStore for FsspecStore {
     }
 
     fn url(&self, path: &Path) -> String {
-        Python::attach(|py| {
+        with_python(|py| {
             self.fs
                 .call_method1(py, "unstrip_protocol", (text(path),))
                 .and_then(|url| url.extract::<String>(py))
+                .map_err(io_error)
         })
         .unwrap_or_else(|_| path.display().to_string())
     }
@@ -151,7 +173,7 @@ pub struct PyFile {
 impl Read for PyFile {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let asked = out.len().min(self.most);
-        Python::attach(|py| {
+        with_python(|py| {
             let read = self
                 .file
                 .call_method1(py, "read", (asked,))
@@ -169,14 +191,16 @@ impl Read for PyFile {
 impl Drop for PyFile {
     fn drop(&mut self) {
         // Closed at once: an fsspec file left open holds its buffer and connection.
-        Python::attach(|py| {
+        let _ = with_python(|py| {
             let _ = self.file.call_method0(py, "close");
+            Ok(())
         });
     }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FsspecLogdir>()?;
+    m.add_function(wrap_pyfunction!(stop_fetching, m)?)?;
     m.add("FETCH_CHUNK_BYTES", CHUNK_BYTES)?;
     m.add("FETCH_PARALLEL_READS", PARALLEL_READS)?;
     Ok(())

@@ -10,6 +10,7 @@ and Dask read remote files piece by piece here (`EventFileRef.decode`).
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import re
@@ -30,6 +31,10 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# Before Python finalizes, the core's fetch threads stop taking the GIL (see
+# `_core.stop_fetching`): one coming back then would crash the exiting process.
+atexit.register(_core.stop_fetching)
 
 #: How much of a remote events file is fetched at a time.
 CHUNK_BYTES = _core.FETCH_CHUNK_BYTES

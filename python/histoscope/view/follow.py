@@ -24,11 +24,13 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -262,13 +264,13 @@ class LogdirIndex:
         def work() -> None:
             _yield_to_requests()
             try:
-                while not run.caught_up:
+                while not run.caught_up and not STOPPING.is_set():
                     run.read(files, 1.0)
             finally:
                 with self._lock:
                     self._background.discard(run.name)
 
-        threading.Thread(target=work, name=f"histoscope-read-{run.name}", daemon=True).start()
+        in_background(work, f"histoscope-read-{run.name}")
 
     def index_every_run(self, after: threading.Thread | None = None) -> threading.Thread:
         """Reads every listed run not read yet, one at a time at a lower priority, once
@@ -280,6 +282,8 @@ class LogdirIndex:
                 after.join()
             _yield_to_requests()
             for name in self.runs():
+                if STOPPING.is_set():
+                    return
                 if self.started(name) is not None:
                     continue
                 try:
@@ -290,9 +294,7 @@ class LogdirIndex:
                 while run is not None and not run.caught_up and self._catching_up(name):
                     time.sleep(0.05)
 
-        thread = threading.Thread(target=work, name="histoscope-index", daemon=True)
-        thread.start()
-        return thread
+        return in_background(work, "histoscope-index")
 
     def _catching_up(self, name: str) -> bool:
         with self._lock:
@@ -351,3 +353,38 @@ def _yield_to_requests() -> None:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _BACKGROUND_NICENESS)
         except OSError:  # a sandbox refusing it: reading at the usual priority is still right
             pass
+
+
+#: Set as the interpreter exits: background reads stop at their next pause.
+STOPPING = threading.Event()
+_BACKGROUND: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+#: How long the interpreter's exit waits for background reads to pause.
+STOP_SECONDS = 5.0
+
+
+def in_background(work: Callable[[], None], name: str) -> threading.Thread:
+    """Starts ``work`` on a daemon thread that the interpreter's exit waits for (see
+    `_stop_background`); ``work`` ends soon after `STOPPING` is set.
+
+    Example:
+        >>> done = []
+        >>> in_background(lambda: done.append(1), "histoscope-doc").join()
+        >>> done
+        [1]
+    """
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    _BACKGROUND.add(thread)
+    thread.start()
+    return thread
+
+
+@atexit.register
+def _stop_background() -> None:
+    """Stops the background reads and waits for them to pause before Python finalizes:
+    a daemon thread coming back from the core after that would find the interpreter
+    gone, and CPython up to 3.13 ends such a thread by unwinding it through the core's
+    frames, which crashes the process as it exits."""
+    STOPPING.set()
+    deadline = time.monotonic() + STOP_SECONDS
+    for thread in list(_BACKGROUND):
+        thread.join(max(0.0, deadline - time.monotonic()))

@@ -29,7 +29,7 @@ from ..errors import RequestError, RequestNotFoundError
 from ..progress import Progress
 from ..read.spool import RemoteLogdir, is_url
 from . import answers, orders
-from .follow import DEFAULT_CACHE_BYTES, SEGMENT_BYTES, LogdirIndex
+from .follow import DEFAULT_CACHE_BYTES, SEGMENT_BYTES, STOPPING, LogdirIndex, in_background
 from .page import MODULES, asset_text, vocabulary_script
 from .refreshed import Findings, Layouts
 from .spectral import SpectralTrends
@@ -296,10 +296,7 @@ def _warm_up(
     first = index.runs()[:FIRST_SHOWN]
     warm = None
     if first:
-        warm = threading.Thread(
-            target=_warm_runs, args=(index, layouts, first), name="histoscope-warm", daemon=True
-        )
-        warm.start()
+        warm = in_background(lambda: _warm_runs(index, layouts, first), "histoscope-warm")
         files = [path for name in first for path in index.files(name)]
         line = Progress.on(progress, "reading", files=len(files), total_bytes=_sizes(files))
         if line is not None:
@@ -354,6 +351,8 @@ def _warm_runs(index: LogdirIndex, layouts: Layouts, names: list[str]) -> None:
         declared.result()
         room = index.cache.cap_bytes
         for run in runs:
+            if STOPPING.is_set():
+                return
             while not run.caught_up and time.monotonic() < deadline:
                 time.sleep(0.01)
             size = sum(run.offsets.values())
