@@ -16,8 +16,14 @@
 //! it, judgements are spaced out, an alert then naming the later step it was
 //! found at (its finding's first step is unchanged). [`LiveDiagnosis::conclude`]
 //! judges the end whatever the budget.
+//!
+//! A series' or a scalar's first NaN or infinity is the one thing worth judging
+//! past the budget: it is found in constant work as it arrives (the profile says
+//! so), and the step it completes is judged whatever the budget, so that an alert
+//! on it, and a trainer stopped on it, come at its step however long the run has
+//! gone on. That forces at most one judgement per key.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::{diagnose_profiled, Evidence, Finding, Kind, Options, SeriesKey, Severity};
@@ -50,6 +56,10 @@ pub struct LiveDiagnosis {
     evidence: Evidence,
     /// The step of the last value written, and whether the rules have seen it.
     newest: Option<(i64, bool)>,
+    /// The keys that have had a NaN or infinite value.
+    nonfinite: HashSet<String>,
+    /// Whether a key's first NaN or infinity came since the last judgement.
+    urgent: bool,
     findings: Vec<Finding>,
     /// The most severe level each (key, kind) was announced at.
     announced: HashMap<(String, Kind), Severity>,
@@ -89,6 +99,9 @@ impl LiveDiagnosis {
     ) {
         self.arrive(step);
         let profiled = profile_binned(edges, counts, stats);
+        if profiled.nonfinite {
+            self.first_nonfinite(tag);
+        }
         // Looked up before inserting: a tag is copied once, not at every step.
         match self.series.get_mut(tag) {
             Some(series) => {
@@ -105,6 +118,9 @@ impl LiveDiagnosis {
     /// Takes a scalar as it was written (events hold scalars as 32-bit floats).
     pub fn scalar(&mut self, tag: &str, step: i64, value: f32) {
         self.arrive(step);
+        if !value.is_finite() {
+            self.first_nonfinite(tag);
+        }
         let scalars = &mut self.run_evidence().scalars;
         let i = match scalars.binary_search_by(|s| s.tag.as_str().cmp(tag)) {
             Ok(i) => i,
@@ -131,7 +147,7 @@ impl LiveDiagnosis {
     /// Judges what has come so far as complete, if the rules have not seen all of
     /// it and the budget allows.
     pub fn settle(&mut self) {
-        if matches!(self.newest, Some((_, false))) && self.affordable() {
+        if matches!(self.newest, Some((_, false))) && (self.urgent || self.affordable()) {
             self.judge();
         }
     }
@@ -160,10 +176,20 @@ impl LiveDiagnosis {
     /// A value of `step` arrives: a later step completes the ones before it.
     fn arrive(&mut self, step: i64) {
         self.began.get_or_insert_with(Instant::now);
-        if matches!(self.newest, Some((newest, false)) if step > newest) && self.affordable() {
+        let complete = matches!(self.newest, Some((newest, false)) if step > newest);
+        if complete && (self.urgent || self.affordable()) {
             self.judge();
         }
         self.newest = Some((step, false));
+    }
+
+    /// A key's value is NaN or infinite: the step it is in is judged past the budget,
+    /// the first time only.
+    fn first_nonfinite(&mut self, key: &str) {
+        if !self.nonfinite.contains(key) {
+            self.nonfinite.insert(key.to_owned());
+            self.urgent = true;
+        }
     }
 
     /// Whether judging now keeps it within its share of the time since the run began.
@@ -198,6 +224,7 @@ impl LiveDiagnosis {
         if let Some((_, judged)) = self.newest.as_mut() {
             *judged = true;
         }
+        self.urgent = false;
         self.judging += started.elapsed();
     }
 }
@@ -277,6 +304,21 @@ mod tests {
             logged.push(Logged::Histogram("gradients/0.weight", step, scale));
             logged.push(Logged::Histogram("gradients/1.weight", step, 0.01));
             logged.push(Logged::Loss(step, if step < 9 { 1.0 } else { f32::NAN }));
+        }
+        logged
+    }
+
+    /// A gradient that grows from step 6 to the end, beside a steady one, the loss flat.
+    fn growing() -> Vec<Logged> {
+        let mut logged = Vec::new();
+        for step in 0..12 {
+            let scale = match step {
+                0..=5 => 0.01,
+                _ => 10f64.powi(step as i32 - 2),
+            };
+            logged.push(Logged::Histogram("gradients/0.weight", step, scale));
+            logged.push(Logged::Histogram("gradients/1.weight", step, 0.01));
+            logged.push(Logged::Loss(step, 1.0));
         }
         logged
     }
@@ -371,7 +413,8 @@ mod tests {
 
     #[test]
     fn past_its_budget_a_run_is_judged_at_its_end() {
-        let logged = diverging();
+        // Growth with no NaN: a first NaN would be judged at its step whatever the budget.
+        let logged = growing();
         let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
         live.judging = JUDGING_ALLOWANCE; // as if the allowance were spent
         logged.iter().for_each(|v| feed(&mut live, v));
@@ -386,6 +429,42 @@ mod tests {
             alerts.iter().all(|a| a.step == 11),
             "found at the end: {alerts:?}"
         );
+    }
+
+    #[test]
+    fn past_its_budget_a_first_nan_is_still_judged_at_its_step() {
+        let logged = diverging();
+        let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
+        live.judging = JUDGING_ALLOWANCE; // as if the allowance were spent
+        let mut alerts = Vec::new();
+        for value in &logged {
+            feed(&mut live, value);
+            if matches!(value, Logged::Loss(..)) {
+                live.settle();
+                alerts.extend(live.take_alerts());
+            }
+        }
+        // The NaNs of step 9 (a gradient, then the loss) are judged as step 9 ends,
+        // and what the file holds then is what check says of it; nothing after.
+        let nonfinite: Vec<i64> = alerts
+            .iter()
+            .filter(|a| a.finding.kind == Kind::Nonfinite)
+            .map(|a| a.step)
+            .collect();
+        // the gradient's and the loss's
+        assert_eq!(nonfinite, vec![9, 9]);
+        assert!(alerts.iter().all(|a| a.step == 9), "{alerts:?}");
+        let first_nan_step_done = logged
+            .iter()
+            .position(|v| matches!(v, Logged::Loss(9, _)))
+            .unwrap();
+        assert_eq!(
+            live.findings(),
+            offline("r", &logged[..=first_nan_step_done])
+        );
+        // Later NaNs of the same keys force nothing: the end is judged at the end.
+        live.conclude();
+        assert_eq!(live.findings(), offline("r", &logged));
     }
 
     #[test]

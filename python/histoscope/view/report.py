@@ -167,12 +167,16 @@ def report_page(data: Mapping[str, Any], name: str) -> str:
 
 
 def _data(
-    source: _Source,
+    source: _Source | str,
     max_steps: int,
     bins: int,
     progress: TextIO | None,
     budget_bytes: int | None,
 ) -> dict[str, Any]:
+    """The report's data of ``source`` (a local path, or a directory as `build_report`
+    resolves it)."""
+    if isinstance(source, str):
+        source = _Source(source, source, remote=False)
     logdir = source.name
 
     def runs(**options: Any) -> _core.RunStream:
