@@ -4,7 +4,8 @@ A refactor's promise is "no regression": this script holds two Python interprete
 with its own histoscope installed (two virtual environments), and times the same calls in
 each, alternating A, B, A, B... in fresh processes, so that the machine's drift lands on
 both alike. Each call's time is the best of ``--repeat`` in its process; the table gives
-each build's median over ``--rounds`` and after/before.
+each build's median over ``--rounds`` and after/before, and how many of a build's
+processes crashed as they exited (after printing their time).
 
 The calls (the log directory is `bench_read.py`'s, about 100 MB, in the page cache):
 
@@ -32,6 +33,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -119,8 +121,9 @@ print(json.dumps(min(measure() for _ in range(REPEAT))))
 """
 
 
-def timed(python: str, code: str, logdir: Path, url: str, options: dict, repeat: int) -> float:
-    """The best of ``repeat`` calls of ``code`` in a fresh process of ``python``."""
+def timed(python: str, code: str, logdir: Path, url: str, options: dict, repeat: int) -> Timed:
+    """The best of ``repeat`` calls of ``code`` in a fresh process of ``python``, and
+    whether that process crashed as it exited (after printing its time)."""
     done = subprocess.run(
         [python, "-c", RUNNER, str(logdir), url, json.dumps(options), str(repeat)],
         input=code,
@@ -128,9 +131,15 @@ def timed(python: str, code: str, logdir: Path, url: str, options: dict, repeat:
         text=True,
         check=False,
     )
-    if done.returncode != 0:
-        raise SystemExit(f"{python}: the call failed:\n{done.stderr[-2000:]}")
-    return float(json.loads(done.stdout.strip().splitlines()[-1]))
+    lines = done.stdout.strip().splitlines()
+    if not lines:
+        raise SystemExit(f"{python}: the call failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return Timed(float(json.loads(lines[-1])), done.returncode != 0)
+
+
+class Timed(NamedTuple):
+    seconds: float
+    crashed_at_exit: bool
 
 
 def benchmark(args: argparse.Namespace, folder: Path) -> None:
@@ -147,17 +156,27 @@ def benchmark(args: argparse.Namespace, folder: Path) -> None:
     try:
         size = sum(p.stat().st_size for p in logdir.rglob("*"))
         print(f"log directory {logdir}, {size / 1e6:.0f} MB")
-        print(f"{'call':<10} {'before (s)':>12} {'after (s)':>12} {'after/before':>13}")
+        print(
+            f"{'call':<10} {'before (s)':>12} {'after (s)':>12} {'after/before':>13}"
+            "   crashed at exit (before, after)"
+        )
         for call in calls:
-            times: dict[str, list[float]] = {"before": [], "after": []}
+            times: dict[str, list[Timed]] = {"before": [], "after": []}
             for _ in range(args.rounds):
                 for build in ("before", "after"):
                     python = getattr(args, build)
                     times[build].append(
                         timed(python, CALLS[call], logdir, url, options, args.repeat)
                     )
-            before, after = (statistics.median(times[b]) for b in ("before", "after"))
-            print(f"{call:<10} {before:>12.4f} {after:>12.4f} {after / before:>13.2f}", flush=True)
+            before, after = (
+                statistics.median(t.seconds for t in times[b]) for b in ("before", "after")
+            )
+            crashes = [sum(t.crashed_at_exit for t in times[b]) for b in ("before", "after")]
+            print(
+                f"{call:<10} {before:>12.4f} {after:>12.4f} {after / before:>13.2f}"
+                f"   {crashes[0]}/{args.rounds}, {crashes[1]}/{args.rounds}",
+                flush=True,
+            )
     finally:
         if server is not None:
             server.terminate()
