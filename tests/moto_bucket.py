@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,6 +10,8 @@ from typing import Any
 
 import boto3
 import moto.server as moto_server
+import pytest
+import s3fs
 
 
 def client(options: dict[str, Any]) -> Any:
@@ -48,3 +51,39 @@ def serving(fixtures: Path, bucket: str, names: Sequence[str]) -> Iterator[dict[
         yield options
     finally:
         server.stop()
+
+
+class OpenFiles:
+    """What the code under test does with the bucket's files, as s3fs opens them (its
+    ``open`` wrapped with ``monkeypatch``): how many were open as each was opened
+    (``held``), which are open now (``open``), the bytes each read gave (``reads``).
+    Each read first waits ``latency`` seconds, a bucket's, so that reads at once overlap."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, latency: float = 0.0) -> None:
+        self.open: set[str] = set()
+        self.held: list[int] = []
+        self.reads: list[int] = []
+        real_open = s3fs.S3FileSystem.open
+        files = self
+
+        class Tracked:
+            def __init__(self, path: str, file: Any) -> None:
+                self.path, self.file = path, file
+                files.open.add(path)
+                files.held.append(len(files.open))
+
+            def read(self, size: int) -> bytes:
+                time.sleep(latency)
+                chunk = self.file.read(size)
+                files.reads.append(len(chunk))
+                return chunk
+
+            def close(self) -> None:
+                files.open.discard(self.path)
+                self.file.close()
+
+        monkeypatch.setattr(
+            s3fs.S3FileSystem,
+            "open",
+            lambda fs, path, *a, **k: Tracked(path, real_open(fs, path, *a, **k)),
+        )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ import boto3
 import moto_bucket
 import numpy as np
 import pytest
-import s3fs  # the filesystem fsspec uses for s3://
+import s3fs  # noqa: F401  (the filesystem fsspec uses for s3://)
 
 import histoscope
 from histoscope import DamagedFileWarning
@@ -68,24 +67,9 @@ def test_small_chunks_split_records_and_still_read_the_same(
     fixtures: Path, s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(storage, "CHUNK_BYTES", 777)
-    fed: list[int] = []
-    # every file the core reads goes through the filesystem's open
-    real_open = s3fs.S3FileSystem.open
-
-    class CountingFile:
-        def __init__(self, file: Any) -> None:
-            self.file = file
-
-        def read(self, size: int) -> bytes:
-            chunk = self.file.read(size)
-            fed.append(len(chunk))
-            return chunk
-
-        def close(self) -> None:
-            self.file.close()
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "open", lambda *a, **k: CountingFile(real_open(*a, **k)))
+    files = moto_bucket.OpenFiles(monkeypatch)
     remote = _read(f"s3://{BUCKET}/logs/restart", storage_options=s3)
+    fed = files.reads
     assert max(fed) <= 777 and len(fed) > 40
     _assert_same(_read(fixtures / "restart"), remote)
 
@@ -215,31 +199,10 @@ def test_check_from_the_bucket_fetches_a_few_runs_at_a_time(
         ("run1", "vanishing"),
         ("run3", "nonfinite"),
     }
-    # The core reads a batch of runs within the budget (or one larger run) at a time, and
-    # reads the next while the one before is judged: files in flight show the batches.
-    real_open = s3fs.S3FileSystem.open
-    reading: set[str] = set()
-    most: list[int] = []
-
-    class TrackedFile:
-        def __init__(self, path: str, file: Any) -> None:
-            self.path, self.file = path, file
-            reading.add(path)
-            most.append(len(reading))
-
-        def read(self, size: int) -> bytes:
-            time.sleep(0.2)  # a bucket's latency, so that files read at once overlap
-            return self.file.read(size)
-
-        def close(self) -> None:
-            reading.discard(self.path)
-            self.file.close()
-
-    monkeypatch.setattr(
-        s3fs.S3FileSystem,
-        "open",
-        lambda fs, path, *a, **k: TrackedFile(path, real_open(fs, path, *a, **k)),
-    )
+    # The core reads a batch of runs within the budget (or one larger run) at a time,
+    # a batch's files at once: files in flight show the batches.
+    files = moto_bucket.OpenFiles(monkeypatch, latency=0.2)
+    most = files.held
     monkeypatch.setattr(histoscope._core, "READ_BUDGET_BYTES", 1)
     assert histoscope.diagnose(url, storage_options=s3) == want
     assert len(most) == 4 and max(most) == 1  # a run a batch, read one after another

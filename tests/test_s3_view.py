@@ -104,28 +104,7 @@ def test_the_report_fetches_a_batch_at_a_time_and_writes_nothing_to_disk(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real_open = s3fs.S3FileSystem.open
-    reading: set[str] = set()
-    held: list[int] = []
-
-    class TrackedFile:
-        def __init__(self, path: str, file: Any) -> None:
-            self.path, self.file = path, file
-            reading.add(path)
-            held.append(len(reading))
-
-        def read(self, size: int) -> bytes:
-            return self.file.read(size)
-
-        def close(self) -> None:
-            reading.discard(self.path)
-            self.file.close()
-
-    monkeypatch.setattr(
-        s3fs.S3FileSystem,
-        "open",
-        lambda fs, path, *a, **k: TrackedFile(path, real_open(fs, path, *a, **k)),
-    )
+    files = moto_bucket.OpenFiles(monkeypatch)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     url = f"s3://{BUCKET}/logs/torch_writer"
     got = _embedded(build_report(url, budget_bytes=1, storage_options=s3))
@@ -133,8 +112,8 @@ def test_the_report_fetches_a_batch_at_a_time_and_writes_nothing_to_disk(
         _embedded(build_report(fixtures / "torch_writer", budget_bytes=1))
     )
     # two runs of one file each, read twice (findings, then rebinning), one file held at a time
-    assert held == [1, 1, 1, 1]
-    assert not reading and not any(tmp_path.iterdir())
+    assert files.held == [1, 1, 1, 1]
+    assert not files.open and not any(tmp_path.iterdir())
 
 
 def test_histoscope_report_takes_a_url_and_storage_options(

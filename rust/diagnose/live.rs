@@ -292,35 +292,34 @@ mod tests {
         }
     }
 
-    /// A gradient that explodes from step 6 and turns NaN at step 9, beside a steady one.
-    fn diverging() -> Vec<Logged> {
+    /// Twelve steps of a gradient at `scale(step)` beside a steady one, and the loss.
+    fn logged(scale: impl Fn(i64) -> f64, loss: impl Fn(i64) -> f32) -> Vec<Logged> {
         let mut logged = Vec::new();
         for step in 0..12 {
-            let scale = match step {
-                0..=5 => 0.01,
-                6..=8 => 10f64.powi(step as i32 - 2),
-                _ => f64::NAN,
-            };
-            logged.push(Logged::Histogram("gradients/0.weight", step, scale));
+            logged.push(Logged::Histogram("gradients/0.weight", step, scale(step)));
             logged.push(Logged::Histogram("gradients/1.weight", step, 0.01));
-            logged.push(Logged::Loss(step, if step < 9 { 1.0 } else { f32::NAN }));
+            logged.push(Logged::Loss(step, loss(step)));
         }
         logged
     }
 
-    /// A gradient that grows from step 6 to the end, beside a steady one, the loss flat.
+    /// A gradient that explodes from step 6 and turns NaN at step 9, and the loss with it.
+    fn diverging() -> Vec<Logged> {
+        let scale = |step: i64| match step {
+            0..=5 => 0.01,
+            6..=8 => 10f64.powi(step as i32 - 2),
+            _ => f64::NAN,
+        };
+        logged(scale, |step| if step < 9 { 1.0 } else { f32::NAN })
+    }
+
+    /// A gradient that grows from step 6 to the end, the loss flat: no NaN.
     fn growing() -> Vec<Logged> {
-        let mut logged = Vec::new();
-        for step in 0..12 {
-            let scale = match step {
-                0..=5 => 0.01,
-                _ => 10f64.powi(step as i32 - 2),
-            };
-            logged.push(Logged::Histogram("gradients/0.weight", step, scale));
-            logged.push(Logged::Histogram("gradients/1.weight", step, 0.01));
-            logged.push(Logged::Loss(step, 1.0));
-        }
-        logged
+        let scale = |step: i64| match step {
+            0..=5 => 0.01,
+            _ => 10f64.powi(step as i32 - 2),
+        };
+        logged(scale, |_| 1.0)
     }
 
     #[test]

@@ -327,7 +327,7 @@ impl<S: Stepped> Sink for SeriesSink<'_, S> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::fs;
     use std::io::Cursor;
     use std::path::{Path, PathBuf};
@@ -348,16 +348,19 @@ mod tests {
         }
     }
 
+    /// Fixtures with runs of one file and of several, restarts, damage, a cut-off
+    /// tail and scalars.
+    pub(crate) const VARIED: [&str; 5] = [
+        "restart",
+        "keras_fit",
+        "tf2_summary",
+        "truncated",
+        "corrupt",
+    ];
+
     #[test]
     fn a_run_fed_as_bytes_is_the_run_read_from_its_files() {
-        // runs of one file and of several, restarts, damage, a cut-off tail, scalars
-        for logdir in [
-            "restart",
-            "keras_fit",
-            "tf2_summary",
-            "truncated",
-            "corrupt",
-        ] {
+        for logdir in VARIED {
             for run in discover_runs(&fixtures().join(logdir)).unwrap() {
                 let alone = run.files.len() == 1;
                 for reading in [Reading::Series, Reading::Profiles] {

@@ -145,6 +145,7 @@ pub mod tests {
 
     use super::*;
     use crate::logdir::run_parts::assemble_run;
+    use crate::logdir::run_parts::tests::VARIED;
 
     /// A store over a local folder that names its files `mem://…`, counting opens:
     /// the same bytes as on disk, reached only through [`ObjectStore`].
@@ -196,13 +197,7 @@ pub mod tests {
     #[test]
     fn a_store_finds_and_reads_the_runs_the_disk_does() {
         let store = Arc::new(FolderStore::default());
-        for logdir in [
-            "restart",
-            "keras_fit",
-            "tf2_summary",
-            "truncated",
-            "corrupt",
-        ] {
+        for logdir in VARIED {
             let root = fixtures().join(logdir);
             let on_disk = Dir::local(&root).discover().unwrap();
             let stored = Dir {
