@@ -21,6 +21,7 @@ import traitlets
 
 from .. import _core
 from ..errors import HistoscopeWarning
+from ..view.follow import STOPPING, in_background
 from ..view.page import widget_module, widget_page
 from ..view.report import report_page
 from .feeds import Feed
@@ -74,8 +75,8 @@ class Widget(anywidget.AnyWidget):
         self._stop = threading.Event()
         self._handles: list[Any] = []
         self._warned: set[str] = set()
-        self._thread = threading.Thread(target=self._work, name="histoscope-widget", daemon=True)
-        self._thread.start()
+        # Waited for as the interpreter exits: it reads a directory in the core.
+        self._thread = in_background(self._work, "histoscope-widget")
         _shown.add(self)
         _hook_cells()
 
@@ -156,7 +157,7 @@ class Widget(anywidget.AnyWidget):
         self._handles.append(display(self._bundle(), raw=True, display_id=True))
 
     def _work(self) -> None:
-        while not self._stop.is_set():
+        while not (self._stop.is_set() or STOPPING.is_set()):
             self._guard("reading", self.feed.poll)
             self._guard("sending", self.send_changes)
             if self.feed.done and not self.feed.chart.pending:
