@@ -128,6 +128,7 @@ class MergedRecord:
 class RunFiles:
     name: Final[str]
     files: Final[list[str]]
+    sizes: Final[list[int | None]]
 
 def load_histograms(
     logdir: _Logdirs,
@@ -199,8 +200,7 @@ class FilePieces:
 
 def decode_file(path: str | os.PathLike[str], tags: list[str] | None = None) -> DecodedFile: ...
 def merge_files(run: str, files: list[DecodedFile]) -> MergedRecord: ...
-def discover_runs(logdir: str | os.PathLike[str], prefix: str | None = None) -> list[RunFiles]: ...
-def group_runs(root: str, files: list[str], prefix: str | None = None) -> list[RunFiles]: ...
+def discover_runs(logdir: _Dir, prefix: str | None = None) -> list[RunFiles]: ...
 
 @final
 class RunPlanner:

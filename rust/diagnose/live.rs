@@ -322,6 +322,20 @@ mod tests {
         logged(scale, |_| 1.0)
     }
 
+    /// Feeds `logged` as a training does, settling at each step's end (its loss), and
+    /// returns the alerts, oldest first.
+    fn trained(live: &mut LiveDiagnosis, logged: &[Logged]) -> Vec<Alert> {
+        let mut alerts = Vec::new();
+        for value in logged {
+            feed(live, value);
+            if matches!(value, Logged::Loss(..)) {
+                live.settle();
+                alerts.extend(live.take_alerts());
+            }
+        }
+        alerts
+    }
+
     #[test]
     fn at_every_complete_step_the_findings_are_those_of_the_file_so_far() {
         let logged = diverging();
@@ -357,14 +371,7 @@ mod tests {
     fn each_finding_alerts_once_at_the_step_it_is_first_found_and_again_if_worse() {
         let logged = diverging();
         let mut live = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
-        let mut alerts = Vec::new();
-        for value in &logged {
-            feed(&mut live, value);
-            if matches!(value, Logged::Loss(..)) {
-                live.settle();
-                alerts.extend(live.take_alerts());
-            }
-        }
+        let alerts = trained(&mut live, &logged);
         let seen: Vec<(i64, &str, Kind, Severity)> = alerts
             .iter()
             .map(|a| {
@@ -435,14 +442,7 @@ mod tests {
         let logged = diverging();
         let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
         live.judging = JUDGING_ALLOWANCE; // as if the allowance were spent
-        let mut alerts = Vec::new();
-        for value in &logged {
-            feed(&mut live, value);
-            if matches!(value, Logged::Loss(..)) {
-                live.settle();
-                alerts.extend(live.take_alerts());
-            }
-        }
+        let alerts = trained(&mut live, &logged);
         // The NaNs of step 9 (a gradient, then the loss) are judged as step 9 ends,
         // and what the file holds then is what check says of it; nothing after.
         let nonfinite: Vec<i64> = alerts

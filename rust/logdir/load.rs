@@ -12,7 +12,7 @@ use crate::logdir::evidence::RunEvidence;
 use crate::logdir::merge::MergedRun;
 use crate::logdir::run::{LoadedRun, Reading};
 use crate::logdir::run_parts::{assemble_run, RunPart};
-use crate::logdir::storage::Dir;
+use crate::logdir::storage::{with_parallel_reads, Dir};
 use crate::read::report::FileReport;
 
 /// Which runs and tags to read; `None` reads all.
@@ -122,28 +122,16 @@ pub fn read_runs(
         .enumerate()
         .flat_map(|(i, r)| (0..r.files.len()).map(move |j| (i, j)))
         .collect();
-    let read = || -> Vec<(usize, RunPart)> {
-        jobs.par_iter()
-            .map(|&(i, j)| (i, runs[i].read_part(j, tags, reading)))
-            .collect()
-    };
-    let wanted = runs
+    let width = runs
         .iter()
         .map(|r| r.storage.parallel_reads())
         .max()
-        .unwrap_or(1)
-        .min(jobs.len().max(1));
-    let parts = match wanted > rayon::current_num_threads() {
-        true => match rayon::ThreadPoolBuilder::new()
-            .num_threads(wanted)
-            .thread_name(|i| format!("histoscope-fetch-{i}"))
-            .build()
-        {
-            Ok(pool) => pool.install(read),
-            Err(_) => read(),
-        },
-        false => read(),
-    };
+        .unwrap_or(1);
+    let parts: Vec<(usize, RunPart)> = with_parallel_reads(width, || {
+        jobs.par_iter()
+            .map(|&(i, j)| (i, runs[i].read_part(j, tags, reading)))
+            .collect()
+    });
     let mut per_run: Vec<Vec<RunPart>> = runs.iter().map(|_| Vec::new()).collect();
     for (i, part) in parts {
         per_run[i].push(part);

@@ -8,7 +8,9 @@
 use std::fmt;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use crate::logdir::discover::{discover_runs, group_listing, LogdirError, RunFiles};
 use crate::logdir::run::Reading;
@@ -63,6 +65,36 @@ impl Storage {
             Storage::Disk => rayon::current_num_threads(),
             Storage::Store(store) => store.parallel_reads(),
         }
+    }
+}
+
+/// Runs `read` with `width` files read at once: on rayon's own pool when it is as
+/// wide, else on a pool of that width made once per process (a store's reads wait
+/// on the network, not on the cores), so a stream's batches do not each start one.
+pub fn with_parallel_reads<R: Send>(width: usize, read: impl FnOnce() -> R + Send) -> R {
+    static POOLS: Mutex<Vec<(usize, &'static ThreadPool)>> = Mutex::new(Vec::new());
+    if width <= rayon::current_num_threads() {
+        return read();
+    }
+    let pool = {
+        let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+        match pools.iter().find(|(w, _)| *w == width) {
+            Some(&(_, pool)) => Some(pool),
+            None => ThreadPoolBuilder::new()
+                .num_threads(width)
+                .thread_name(|i| format!("histoscope-fetch-{i}"))
+                .build()
+                .ok()
+                .map(|pool| {
+                    let pool: &'static ThreadPool = Box::leak(Box::new(pool));
+                    pools.push((width, pool));
+                    pool
+                }),
+        }
+    };
+    match pool {
+        Some(pool) => pool.install(read),
+        None => read(),
     }
 }
 

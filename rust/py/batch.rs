@@ -1,14 +1,14 @@
 //! Bindings for reading in bulk: several log directories, runs from any source, a run one file at a time.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use super::fsspec::{FsspecLogdir, PyFile};
 use super::records::{MergedRecord, RunFilesRecord};
-use crate::logdir::discover::{discover_runs as discover, group_listing, qualified_runs, RunFiles};
+use crate::logdir::discover::{qualified_runs, RunFiles};
 use crate::logdir::load::LogdirSource;
 use crate::logdir::merge::{merge_run, merge_share};
 use crate::logdir::plan::{PlanError, RunPlan as CorePlan, RunPlanner as CorePlanner};
@@ -303,30 +303,19 @@ impl RunPlan {
     }
 }
 
-/// The runs of a local log directory (or of one events file), each with its events
-/// files in reading order; with `prefix`, named as runs of several log directories.
+/// The runs of a log directory (or of one events file), local or an `FsspecLogdir`,
+/// each with its events files in reading order and their sizes as listed; with
+/// `prefix`, named as runs of several log directories.
 #[pyfunction]
 #[pyo3(signature = (logdir, prefix=None))]
 fn discover_runs(
     py: Python<'_>,
-    logdir: PathBuf,
+    logdir: DirArg,
     prefix: Option<String>,
 ) -> PyResult<Vec<RunFilesRecord>> {
-    let runs = py.detach(|| discover(Path::new(&logdir)))?;
+    let dir = Dir::from(logdir);
+    let runs = py.detach(|| dir.discover())?;
     Ok(records(qualified_runs(runs, prefix.as_deref())))
-}
-
-/// Groups the events files among a listing of every file under `root` (any storage)
-/// into runs; with `prefix`, named as runs of several log directories.
-#[pyfunction]
-#[pyo3(signature = (root, files, prefix=None))]
-fn group_runs(root: &str, files: Vec<String>, prefix: Option<String>) -> Vec<RunFilesRecord> {
-    let files = files
-        .into_iter()
-        .map(|f| (PathBuf::from(f), None))
-        .collect();
-    let runs = group_listing(Path::new(root), files);
-    records(qualified_runs(runs, prefix.as_deref()))
 }
 
 fn records(runs: Vec<RunFiles>) -> Vec<RunFilesRecord> {
@@ -342,6 +331,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RunPlan>()?;
     m.add_function(wrap_pyfunction!(merge_files, m)?)?;
     m.add_function(wrap_pyfunction!(discover_runs, m)?)?;
-    m.add_function(wrap_pyfunction!(group_runs, m)?)?;
     Ok(())
 }

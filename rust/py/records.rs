@@ -440,6 +440,8 @@ impl MergedRecord {
 pub struct RunFilesRecord {
     pub name: String,
     pub files: Vec<String>,
+    /// Each file's size when listed, where the listing gave it.
+    pub sizes: Vec<Option<u64>>,
 }
 
 impl From<RunFiles> for RunFilesRecord {
@@ -451,6 +453,7 @@ impl From<RunFiles> for RunFilesRecord {
                 .into_iter()
                 .map(|f| f.to_string_lossy().into_owned())
                 .collect(),
+            sizes: r.sizes,
         }
     }
 }

@@ -92,10 +92,6 @@ class Spool:
         """Where the remote file ``path`` is spooled."""
         return os.path.join(self.root, *_relative(self.remote_root, path).split("/"))
 
-    def url(self, text: str) -> str:
-        """``text`` (a message naming spooled files) naming the remote files instead."""
-        return text.replace(self.root, self.fs.unstrip_protocol(self.remote_root).rstrip("/"))
-
     def fetch(self, files: Sequence[tuple[str, int]]) -> None:
         """Brings each ``(path, size)`` up to ``size`` bytes, several files at once: only
         the range past what is held is read, a chunk at a time; a file now shorter than

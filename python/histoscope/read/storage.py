@@ -252,20 +252,16 @@ def find_runs(logdirs: Sequence[LogdirRef], several: bool) -> list[RunRef]:
 
 
 def _runs_of(ref: LogdirRef, prefix: str | None) -> list[RunRef]:
-    """The runs of one log directory, grouped and named by the core's rules from a listing
-    of its files; with ``prefix``, named as runs of several log directories are."""
-    if ref.is_local:
-        return [
-            RunRef(run.name, tuple(EventFileRef(f) for f in run.files))
-            for run in _core.discover_runs(ref.path, prefix)
-        ]
-    root = ref.path.rstrip("/")
-    sizes = {
-        path: info.get("size")
-        for path, info in ref.fs.find(root, detail=True).items()
-        if info.get("type") == "file"
-    }
+    """The runs of one log directory, found by the core as every reader finds them (a
+    remote one listed once, with sizes); with ``prefix``, named as runs of several log
+    directories are. A local file's size is read when it is needed: it may grow."""
     return [
-        RunRef(run.name, tuple(EventFileRef(f, sizes[f], ref.fs) for f in run.files))
-        for run in _core.group_runs(root, list(sizes), prefix)
+        RunRef(
+            run.name,
+            tuple(
+                EventFileRef(f) if ref.is_local else EventFileRef(f, size, ref.fs)
+                for f, size in zip(run.files, run.sizes)
+            ),
+        )
+        for run in _core.discover_runs(ref.core, prefix)
     ]
