@@ -22,10 +22,7 @@ const BOUND_SLACK: f64 = 1e-3;
 
 pub(super) fn dead(cx: &Context<'_>) -> Option<Finding> {
     let valued = cx.valued();
-    let flags: Vec<bool> = valued
-        .iter()
-        .map(|&i| cx.profiles[i].zero_share >= DEAD_SHARE)
-        .collect();
+    let flags: Vec<bool> = valued.iter().map(|&i| is_dead(&cx.profiles[i])).collect();
     let (a, b) = sustained(&flags)?;
     let (first, last) = (valued[a], valued[b]);
     let share = median(valued[a..=b].iter().map(|&i| cx.profiles[i].zero_share));
@@ -45,8 +42,18 @@ pub(super) fn dead(cx: &Context<'_>) -> Option<Finding> {
 }
 
 /// How a step's values sit in their bounded range, if they lie in ±1 or in [0, 1].
+/// Whether a step of activations is mostly exact zeros: dead units.
+pub(super) fn is_dead(p: &StepProfile) -> bool {
+    p.zero_share >= DEAD_SHARE
+}
+
+/// Whether a step of activations, bounded as `bounded` says, is saturated.
+pub(super) fn is_saturated(bounded: Option<Bounded>) -> bool {
+    bounded.is_some_and(Bounded::saturated)
+}
+
 #[derive(Clone, Copy)]
-struct Bounded {
+pub(super) struct Bounded {
     /// The share of the mass at the ends, from the buckets.
     end_share: f64,
     /// The mean slope of tanh or of the sigmoid there, over its peak, from the moments.
@@ -55,7 +62,7 @@ struct Bounded {
 }
 
 impl Bounded {
-    fn of(p: &StepProfile) -> Option<Bounded> {
+    pub(super) fn of(p: &StepProfile) -> Option<Bounded> {
         let high = 1.0 + BOUND_SLACK;
         if p.max > high || p.min < -high {
             return None;
@@ -86,10 +93,7 @@ pub(super) fn saturated(cx: &Context<'_>) -> Option<Finding> {
         .iter()
         .map(|&i| Bounded::of(&cx.profiles[i]))
         .collect();
-    let flags: Vec<bool> = bounded
-        .iter()
-        .map(|b| b.is_some_and(Bounded::saturated))
-        .collect();
+    let flags: Vec<bool> = bounded.iter().map(|&b| is_saturated(b)).collect();
     let (a, b) = sustained(&flags)?;
     let (first, last) = (valued[a], valued[b]);
     let share = median(bounded[a..=b].iter().flatten().map(|b| b.end_share));

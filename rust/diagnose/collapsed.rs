@@ -4,6 +4,7 @@
 use super::loss_curve::LossCurve;
 use super::rules::{noun, power_of_ten, sci, sustained, Context};
 use super::{Finding, Kind, Role, Severity};
+use crate::histograms::profile::StepProfile;
 
 /// A spread this many times smaller than the largest it had before has collapsed.
 const COLLAPSED_VS_PEAK: f64 = 1e-3;
@@ -32,7 +33,7 @@ fn spread_collapsed(
         .iter()
         .map(|&i| {
             let p = &cx.profiles[i];
-            let collapsed = p.count > 1.0 && peak > 0.0 && p.std < COLLAPSED_VS_PEAK * peak;
+            let collapsed = spread_fell(p, peak);
             peak = peak.max(p.std);
             collapsed
         })
@@ -79,7 +80,7 @@ fn decayed(cx: &Context<'_>, valued: &[usize], loss: &LossCurve) -> Option<Findi
     let start = cx.early_scale(valued);
     let flags: Vec<bool> = valued
         .iter()
-        .map(|&i| start > 0.0 && cx.profiles[i].scale() < COLLAPSED_SCALE_FALL * start)
+        .map(|&i| scale_fell(cx.profiles[i].scale(), start))
         .collect();
     let (a, b) = sustained(&flags)?;
     if b != valued.len() - 1 {
@@ -133,4 +134,14 @@ fn loss_flat(
         }
         None => (Severity::Warning, String::new()),
     }
+}
+
+/// Whether a step's spread fell `COLLAPSED_VS_PEAK` times below the series' `peak` before it.
+pub(super) fn spread_fell(p: &StepProfile, peak: f64) -> bool {
+    p.count > 1.0 && peak > 0.0 && p.std < COLLAPSED_VS_PEAK * peak
+}
+
+/// Whether a step's `scale` fell `COLLAPSED_SCALE_FALL` times below the series' `start`.
+pub(super) fn scale_fell(scale: f64, start: f64) -> bool {
+    start > 0.0 && scale < COLLAPSED_SCALE_FALL * start
 }

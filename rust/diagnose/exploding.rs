@@ -214,21 +214,31 @@ fn unhealed(
 /// Whether each valued step has grown `EXPLODING_GROWTH` times the start or holds a huge value.
 fn flags(cx: &Context<'_>, valued: &[usize]) -> Vec<bool> {
     let start = cx.start_scale(valued);
-    let needed = if cx.loss.is_some() {
-        EXPLODING_GROWTH_WITH_LOSS
-    } else {
-        EXPLODING_GROWTH
-    };
-    let huge_applies = !matches!(cx.role, Role::Other | Role::Loss);
+    let needed = growth_needed(cx.loss.is_some());
     valued
         .iter()
         .map(|&i| {
             let p = &cx.profiles[i];
-            let grew =
-                start > 0.0 && p.scale() >= needed * start && p.scale() >= EXPLODING_MIN_SCALE;
-            grew || (huge_applies && p.max_abs() >= EXPLODING_HUGE)
+            flagged(cx.role, start, needed, p.scale(), p.max_abs())
         })
         .collect()
+}
+
+/// The growth over its start that flags a step: less where a loss of the run diverged.
+pub(super) fn growth_needed(loss_diverged: bool) -> f64 {
+    if loss_diverged {
+        EXPLODING_GROWTH_WITH_LOSS
+    } else {
+        EXPLODING_GROWTH
+    }
+}
+
+/// Whether a step of `scale` and largest magnitude `max_abs` is flagged, its series
+/// having started at `start` and growing `needed` times flagging it.
+pub(super) fn flagged(role: Role, start: f64, needed: f64, scale: f64, max_abs: f64) -> bool {
+    let grew = start > 0.0 && scale >= needed * start && scale >= EXPLODING_MIN_SCALE;
+    let huge_applies = !matches!(role, Role::Other | Role::Loss);
+    grew || (huge_applies && max_abs >= EXPLODING_HUGE)
 }
 
 /// Runs of consecutive flagged steps, as (first, last) positions in `flags`.
@@ -270,27 +280,16 @@ fn loss_back(
     valued: &[usize],
     episodes: &[(usize, usize)],
 ) -> Outcome {
-    let interval = super::runs::logging_interval(cx.steps)
-        .or(cx.run_interval)
-        .unwrap_or(1.0)
-        .max(1.0);
-    let wait = (HEAL_INTERVALS * interval).ceil() as i64;
+    let wait = heal_wait(super::runs::logging_interval(cx.steps).or(cx.run_interval));
     let mut slowest = 0;
     let mut pending = false;
     for &(a, b) in episodes {
-        let (first, last) = (cx.steps[valued[a]], cx.steps[valued[b]]);
-        let Some(level) = curve.level_before(first) else {
-            return Outcome::Unjudged;
-        };
-        match curve.back_at(last, level, last + wait) {
-            Some(back) => slowest = slowest.max(back - last),
-            _ if curve.last_step < last + wait => pending = true,
-            _ => {
-                return Outcome::LossNotBack {
-                    level,
-                    step: last + wait,
-                }
-            }
+        let steps = (cx.steps[valued[a]], cx.steps[valued[b]]);
+        match episode_back(curve, steps, wait) {
+            EpisodeBack::NoLevel => return Outcome::Unjudged,
+            EpisodeBack::Back(after) => slowest = slowest.max(after),
+            EpisodeBack::Pending => pending = true,
+            EpisodeBack::NotBack { level, step } => return Outcome::LossNotBack { level, step },
         }
     }
     if pending {
@@ -299,6 +298,39 @@ fn loss_back(
     Outcome::Healed {
         steps: slowest,
         learned: curve.learned(),
+    }
+}
+
+/// How many steps the loss has to come back after an episode, for a series
+/// logged every `interval` steps (1 where unknown).
+pub(super) fn heal_wait(interval: Option<f64>) -> i64 {
+    (HEAL_INTERVALS * interval.unwrap_or(1.0).max(1.0)).ceil() as i64
+}
+
+/// What the loss did after one episode, from step `first` to step `last`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum EpisodeBack {
+    /// No loss was logged before it to come back to.
+    NoLevel,
+    /// Back at its level before, this many steps after the episode.
+    Back(i64),
+    /// Not back yet, and the loss not logged far enough after it to say.
+    Pending,
+    /// Not back at its `level` before by `step`, `wait` steps after it.
+    NotBack { level: f64, step: i64 },
+}
+
+pub(super) fn episode_back(curve: &LossCurve, (first, last): (i64, i64), wait: i64) -> EpisodeBack {
+    let Some(level) = curve.level_before(first) else {
+        return EpisodeBack::NoLevel;
+    };
+    match curve.back_at(last, level, last + wait) {
+        Some(back) => EpisodeBack::Back(back - last),
+        _ if curve.last_step < last + wait => EpisodeBack::Pending,
+        _ => EpisodeBack::NotBack {
+            level,
+            step: last + wait,
+        },
     }
 }
 

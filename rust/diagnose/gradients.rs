@@ -42,17 +42,9 @@ pub(super) fn vanishing(cx: &Context<'_>) -> Option<Finding> {
                 .as_ref()
                 .is_some_and(|stopped| stopped[i])
     };
-    let why = |i: usize| -> Option<Vanished> {
-        let scale = cx.profiles[i].scale();
-        if let Some((reference, key)) = cx.reference[i].filter(|_| compares_with_layers(i)) {
-            if scale < VANISHING_VS_LAYERS * reference {
-                return Some(Vanished::VsLayer(reference, key.to_owned()));
-            }
-        }
-        if scale < VANISHING_ABSOLUTE {
-            return Some(Vanished::Absolute);
-        }
-        (early > 0.0 && scale < VANISHING_VS_START * early).then_some(Vanished::VsStart)
+    let why = |i: usize| {
+        let reference = cx.reference[i].filter(|_| compares_with_layers(i));
+        vanished(cx.profiles[i].scale(), reference, early)
     };
     let flags: Vec<bool> = valued.iter().map(|&i| why(i).is_some()).collect();
     let (a, b) = sustained(&flags)?;
@@ -144,7 +136,7 @@ fn bias_without_gradient(cx: &Context<'_>, valued: &[usize]) -> Option<Finding> 
     let (weight_key, weight_scales) = cx.weight_of_bias.as_ref()?;
     let flags: Vec<bool> = valued
         .iter()
-        .map(|&i| weight_scales[i].is_some_and(|w| cx.profiles[i].scale() < BIAS_VS_WEIGHT * w))
+        .map(|&i| bias_vanished(cx.profiles[i].scale(), weight_scales[i]))
         .collect();
     let (a, b) = sustained(&flags)?;
     let (first, last) = (valued[a], valued[b]);
@@ -170,7 +162,31 @@ fn bias_without_gradient(cx: &Context<'_>, valued: &[usize]) -> Option<Finding> 
     ))
 }
 
-enum Vanished {
+/// Why a gradient step of `scale` vanished, if it did: against the largest gradient of
+/// its kind of layer at that step (`reference`, where it compares with it), absolutely,
+/// or against its series' `early` scale.
+pub(super) fn vanished<K: ToString>(
+    scale: f64,
+    reference: Option<(f64, K)>,
+    early: f64,
+) -> Option<Vanished> {
+    if let Some((reference, key)) = reference {
+        if scale < VANISHING_VS_LAYERS * reference {
+            return Some(Vanished::VsLayer(reference, key.to_string()));
+        }
+    }
+    if scale < VANISHING_ABSOLUTE {
+        return Some(Vanished::Absolute);
+    }
+    (early > 0.0 && scale < VANISHING_VS_START * early).then_some(Vanished::VsStart)
+}
+
+/// Whether a bias's gradient step of `scale` is far below its layer's weight's, `weight`.
+pub(super) fn bias_vanished(scale: f64, weight: Option<f64>) -> bool {
+    weight.is_some_and(|w| scale < BIAS_VS_WEIGHT * w)
+}
+
+pub(super) enum Vanished {
     Absolute,
     VsLayer(f64, String),
     VsStart,

@@ -17,15 +17,17 @@
 //! found at (its finding's first step is unchanged). [`LiveDiagnosis::conclude`]
 //! judges the end whatever the budget.
 //!
-//! A series' or a scalar's first NaN or infinity is the one thing worth judging
-//! past the budget: it is found in constant work as it arrives (the profile says
-//! so), and the step it completes is judged whatever the budget, so that an alert
-//! on it, and a trainer stopped on it, come at its step however long the run has
-//! gone on. That forces at most one judgement per key.
+//! Past the budget, the triggers (`triggers`) say which steps to judge all the same:
+//! they follow, in constant work per value, what each rule's verdict rests on, and a
+//! step where the rules would give a key a new finding, or a worse one, is judged at
+//! once. So an alert, and a trainer stopped on it, come at the step where the rules
+//! first give it however long the run has gone on, and a step is judged past the
+//! budget at most once per key, kind and severity.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+use super::triggers::{Run, Triggers};
 use super::{diagnose_profiled, Evidence, Finding, Kind, Options, SeriesKey, Severity};
 use crate::histograms::profile::{profile_binned, StepProfile};
 use crate::histograms::profiled::ProfiledSeries;
@@ -56,10 +58,10 @@ pub struct LiveDiagnosis {
     evidence: Evidence,
     /// The step of the last value written, and whether the rules have seen it.
     newest: Option<(i64, bool)>,
-    /// The keys that have had a NaN or infinite value.
-    nonfinite: HashSet<String>,
-    /// Whether a key's first NaN or infinity came since the last judgement.
-    urgent: bool,
+    /// What the rules would find now, followed value by value.
+    triggers: Triggers,
+    /// How many histograms have come.
+    arrivals: u64,
     findings: Vec<Finding>,
     /// The most severe level each (key, kind) was announced at.
     announced: HashMap<(String, Kind), Severity>,
@@ -67,7 +69,9 @@ pub struct LiveDiagnosis {
     /// The share of the time since `began` that judging may take, and the time it took.
     share: f64,
     began: Option<Instant>,
-    judging: Duration,
+    pub(super) judging: Duration,
+    /// How many times the rules judged the run.
+    judgements: usize,
 }
 
 impl LiveDiagnosis {
@@ -99,28 +103,25 @@ impl LiveDiagnosis {
     ) {
         self.arrive(step);
         let profiled = profile_binned(edges, counts, stats);
-        if profiled.nonfinite {
-            self.first_nonfinite(tag);
-        }
+        self.arrivals += 1;
         // Looked up before inserting: a tag is copied once, not at every step.
-        match self.series.get_mut(tag) {
-            Some(series) => {
-                series.push(step, profiled);
-            }
+        let dropped = match self.series.get_mut(tag) {
+            Some(series) => series.push(step, profiled),
             None => {
                 let mut series = ProfiledSeries::new(&self.run, tag);
                 series.push(step, profiled);
                 self.series.insert(tag.to_owned(), series);
+                0
             }
+        };
+        if dropped > 0 {
+            self.triggers.invalidate(); // a restart: what was folded went
         }
     }
 
     /// Takes a scalar as it was written (events hold scalars as 32-bit floats).
     pub fn scalar(&mut self, tag: &str, step: i64, value: f32) {
         self.arrive(step);
-        if !value.is_finite() {
-            self.first_nonfinite(tag);
-        }
         let scalars = &mut self.run_evidence().scalars;
         let i = match scalars.binary_search_by(|s| s.tag.as_str().cmp(tag)) {
             Ok(i) => i,
@@ -133,12 +134,18 @@ impl LiveDiagnosis {
                 i
             }
         };
+        let restarts = scalars[i].steps.last().is_some_and(|&last| last >= step);
         scalars[i].push(step, f64::from(value));
+        if restarts {
+            self.triggers.invalidate();
+        }
     }
 
     /// Takes the optimizer `watch` noted: its class and those it derives from.
     pub fn optimizer(&mut self, classes: Vec<String>) {
         self.run_evidence().optimizer = classes;
+        // Whether gradients compare across layers depends on it, from the first step on.
+        self.triggers.invalidate();
         if let Some((_, judged)) = self.newest.as_mut() {
             *judged = false;
         }
@@ -147,7 +154,7 @@ impl LiveDiagnosis {
     /// Judges what has come so far as complete, if the rules have not seen all of
     /// it and the budget allows.
     pub fn settle(&mut self) {
-        if matches!(self.newest, Some((_, false))) && (self.urgent || self.affordable()) {
+        if matches!(self.newest, Some((_, false))) && self.due(false) {
             self.judge();
         }
     }
@@ -177,19 +184,30 @@ impl LiveDiagnosis {
     fn arrive(&mut self, step: i64) {
         self.began.get_or_insert_with(Instant::now);
         let complete = matches!(self.newest, Some((newest, false)) if step > newest);
-        if complete && (self.urgent || self.affordable()) {
+        if complete && self.due(true) {
             self.judge();
         }
         self.newest = Some((step, false));
     }
 
-    /// A key's value is NaN or infinite: the step it is in is judged past the budget,
-    /// the first time only.
-    fn first_nonfinite(&mut self, key: &str) {
-        if !self.nonfinite.contains(key) {
-            self.nonfinite.insert(key.to_owned());
-            self.urgent = true;
+    /// Whether to judge what has come: the budget allows it, or the triggers say the
+    /// rules would find something new (the last step `over` or not).
+    fn due(&mut self, over: bool) -> bool {
+        if self.affordable() {
+            return true;
         }
+        let started = Instant::now();
+        let empty = RunEvidence::default();
+        let run = Run {
+            series: &self.series,
+            evidence: self.evidence.get(&self.run).unwrap_or(&empty),
+            options: &self.options,
+            newest: (self.newest.map_or(i64::MIN, |(step, _)| step), over),
+            arrivals: self.arrivals,
+        };
+        let urgent = self.triggers.urgent(&run);
+        self.judging += started.elapsed();
+        urgent
     }
 
     /// Whether judging now keeps it within its share of the time since the run began.
@@ -216,6 +234,8 @@ impl LiveDiagnosis {
                 continue;
             }
             self.announced.insert(id, finding.severity);
+            self.triggers
+                .announced(&finding.key, finding.kind, finding.severity);
             self.alerts.push(Alert {
                 step,
                 finding: finding.clone(),
@@ -224,13 +244,15 @@ impl LiveDiagnosis {
         if let Some((_, judged)) = self.newest.as_mut() {
             *judged = true;
         }
-        self.urgent = false;
+        self.judgements += 1;
         self.judging += started.elapsed();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
     use crate::diagnose::{diagnose_loaded, Evidence};
     use crate::histograms::series::Series;
@@ -417,34 +439,36 @@ mod tests {
         assert_eq!(live.findings(), vec![]);
     }
 
-    #[test]
-    fn past_its_budget_a_run_is_judged_at_its_end() {
-        // Growth with no NaN: a first NaN would be judged at its step whatever the budget.
-        let logged = growing();
+    /// A run whose judging budget is spent from its first step: only triggers judge it.
+    fn spent() -> LiveDiagnosis {
         let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
-        live.judging = JUDGING_ALLOWANCE; // as if the allowance were spent
-        logged.iter().for_each(|v| feed(&mut live, v));
-        live.settle();
-        // The first judgement (step 0, as step 1 begins) is free; after it none fits a zero share.
-        assert_eq!(live.findings(), offline("r", &logged[..3]));
-        assert!(offline("r", &logged[..3]).is_empty() && !offline("r", &logged).is_empty());
-        live.conclude();
-        assert_eq!(live.findings(), offline("r", &logged));
-        let alerts = live.take_alerts();
-        assert!(
-            alerts.iter().all(|a| a.step == 11),
-            "found at the end: {alerts:?}"
-        );
+        live.judging = JUDGING_ALLOWANCE + Duration::from_secs(3600);
+        live
     }
 
     #[test]
-    fn past_its_budget_a_first_nan_is_still_judged_at_its_step() {
+    fn past_its_budget_a_run_is_judged_only_where_an_alert_comes_and_alerts_as_if_every_step_was() {
+        for logged in [growing(), diverging()] {
+            let mut every = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
+            let expected = trained(&mut every, &logged);
+            let mut live = spent();
+            let alerts = trained(&mut live, &logged);
+            assert_eq!(format!("{alerts:?}"), format!("{expected:?}"));
+            let steps: HashSet<i64> = alerts.iter().map(|a| a.step).collect();
+            assert!(!steps.is_empty());
+            assert_eq!(live.judgements, steps.len(), "{alerts:?}");
+            live.conclude();
+            assert_eq!(live.findings(), offline("r", &logged));
+        }
+    }
+
+    #[test]
+    fn past_its_budget_a_first_nan_is_judged_at_its_step() {
         let logged = diverging();
-        let mut live = LiveDiagnosis::with_share("r", Options::default(), 0.0);
-        live.judging = JUDGING_ALLOWANCE; // as if the allowance were spent
+        let mut live = spent();
         let alerts = trained(&mut live, &logged);
         // The NaNs of step 9 (a gradient, then the loss) are judged as step 9 ends,
-        // and what the file holds then is what check says of it; nothing after.
+        // and what the file holds then is what check says of it.
         let nonfinite: Vec<i64> = alerts
             .iter()
             .filter(|a| a.finding.kind == Kind::Nonfinite)
@@ -452,7 +476,6 @@ mod tests {
             .collect();
         // the gradient's and the loss's
         assert_eq!(nonfinite, vec![9, 9]);
-        assert!(alerts.iter().all(|a| a.step == 9), "{alerts:?}");
         let first_nan_step_done = logged
             .iter()
             .position(|v| matches!(v, Logged::Loss(9, _)))

@@ -33,29 +33,54 @@ pub(super) struct LossCurve {
 impl LossCurve {
     /// The loss of `series`, where it has a finite value.
     pub fn of(series: &ScalarSeries) -> Option<LossCurve> {
-        let (steps, values): (Vec<i64>, Vec<f64>) = series
-            .steps
-            .iter()
-            .zip(&series.values)
-            .filter(|(_, v)| v.is_finite())
-            .map(|(&s, &v)| (s, v))
-            .unzip();
-        Some(LossCurve {
-            tag: series.tag.clone(),
-            last_step: *series.steps.last()?,
-            steps: (!values.is_empty()).then_some(steps)?,
-            values,
-        })
+        let mut curve = LossCurve::new(&series.tag);
+        for (&step, &value) in series.steps.iter().zip(&series.values) {
+            curve.push(step, value);
+        }
+        curve.has_values().then_some(curve)
+    }
+
+    /// A loss with no value yet, to push its values into as they come.
+    pub fn new(tag: &str) -> LossCurve {
+        LossCurve {
+            tag: tag.to_owned(),
+            steps: Vec::new(),
+            values: Vec::new(),
+            last_step: i64::MIN,
+        }
+    }
+
+    /// Takes the next value, finite or not, at a step after the others.
+    pub fn push(&mut self, step: i64, value: f64) {
+        if value.is_finite() {
+            self.steps.push(step);
+            self.values.push(value);
+        }
+        self.last_step = step;
+    }
+
+    /// Whether it has a finite value: a curve the rules can read.
+    pub fn has_values(&self) -> bool {
+        !self.values.is_empty()
     }
 
     /// The run's main loss: among its losses, the one with the most finite values (the
     /// training loss, logged every step, rather than a validation loss).
     pub fn main<'a>(scalars: impl Iterator<Item = (&'a ScalarSeries, Role)>) -> Option<LossCurve> {
-        scalars
+        let curves = scalars
             .filter(|(_, role)| *role == Role::Loss)
-            .filter_map(|(series, _)| LossCurve::of(series))
-            .fold(None, |best: Option<LossCurve>, curve| match best {
-                Some(b) if b.values.len() >= curve.values.len() => Some(b),
+            .filter_map(|(series, _)| LossCurve::of(series));
+        LossCurve::longest(curves)
+    }
+
+    /// Of `curves` with values, the one with the most, the first of those tied.
+    pub fn longest<C: std::borrow::Borrow<LossCurve>>(
+        curves: impl Iterator<Item = C>,
+    ) -> Option<C> {
+        curves
+            .filter(|c| c.borrow().has_values())
+            .fold(None, |best: Option<C>, curve| match best {
+                Some(b) if b.borrow().values.len() >= curve.borrow().values.len() => Some(b),
                 _ => Some(curve),
             })
     }

@@ -26,6 +26,9 @@ mod series;
 mod spectral;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trigger_tests;
+mod triggers;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;

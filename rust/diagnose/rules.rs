@@ -17,7 +17,7 @@ use crate::histograms::profile::StepProfile;
 
 /// A series' start is the median of its first steps: a few, because a broken
 /// run can go wrong from its third step (a sigmoid net at a learning rate of 0.5).
-const EARLY_STEPS: usize = 3;
+pub(super) const EARLY_STEPS: usize = 3;
 
 /// A problem must hold on at least this share of the steps from where it starts...
 const SUSTAINED_SHARE: f64 = 0.8;
@@ -85,25 +85,36 @@ impl Context<'_> {
 
     /// The median scale of the first `EARLY_STEPS` valued steps: where the series started.
     pub(super) fn early_scale(&self, valued: &[usize]) -> f64 {
-        let n = EARLY_STEPS.min(valued.len());
-        median(valued[..n].iter().map(|&i| self.profiles[i].scale()))
+        early_scale(self.early_scales(valued))
     }
 
-    /// The smallest non-zero scale of the first `EARLY_STEPS` valued steps: what
-    /// growth is measured from, since values can explode by the second logged
-    /// step (Adam at a learning rate of 1); 0 where they are all 0.
+    /// The smallest non-zero scale of the first `EARLY_STEPS` valued steps (see [`start_scale`]).
     pub(super) fn start_scale(&self, valued: &[usize]) -> f64 {
+        start_scale(self.early_scales(valued))
+    }
+
+    fn early_scales<'v>(&'v self, valued: &'v [usize]) -> impl Iterator<Item = f64> + 'v {
         let n = EARLY_STEPS.min(valued.len());
-        let smallest = valued[..n]
-            .iter()
-            .map(|&i| self.profiles[i].scale())
-            .filter(|&scale| scale > 0.0)
-            .fold(f64::INFINITY, f64::min);
-        if smallest.is_finite() {
-            smallest
-        } else {
-            0.0
-        }
+        valued[..n].iter().map(|&i| self.profiles[i].scale())
+    }
+}
+
+/// The median of a series' first scales: where it started.
+pub(super) fn early_scale(scales: impl Iterator<Item = f64>) -> f64 {
+    median(scales)
+}
+
+/// The smallest non-zero of a series' first scales: what growth is measured from,
+/// since values can explode by the second logged step (Adam at a learning rate
+/// of 1); 0 where they are all 0.
+pub(super) fn start_scale(scales: impl Iterator<Item = f64>) -> f64 {
+    let smallest = scales
+        .filter(|&scale| scale > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    if smallest.is_finite() {
+        smallest
+    } else {
+        0.0
     }
 }
 
@@ -176,11 +187,7 @@ fn stopped(cx: &Context<'_>) -> Option<Finding> {
     let gap = cx.run_last_step.checked_sub(end)?;
     let interval = super::runs::logging_interval(cx.steps).or(cx.run_interval);
     let nan_after = cx.nonfinite_scalar.filter(|&(_, step)| step >= end);
-    let stopped = match interval {
-        Some(interval) => gap as f64 >= STOPPED_INTERVALS * interval.max(1.0),
-        None => gap > 0 && nan_after.is_some(),
-    };
-    if !stopped {
+    if !stopped_by(gap, interval, nan_after.is_some()) {
         return None;
     }
     let mut evidence = vec![
@@ -206,6 +213,53 @@ fn stopped(cx: &Context<'_>) -> Option<Finding> {
             cx.run_last_step
         ),
     ))
+}
+
+/// Whether a series logged every `interval` steps (None: unknown) and ending `gap` steps
+/// before its run's last step stopped; `nan_after`: a scalar of the run turned NaN or
+/// infinite at or after its end.
+pub(super) fn stopped_by(gap: i64, interval: Option<f64>, nan_after: bool) -> bool {
+    match interval {
+        Some(interval) => gap as f64 >= STOPPED_INTERVALS * interval.max(1.0),
+        None => gap > 0 && nan_after,
+    }
+}
+
+/// [`sustained`]'s verdict kept as flags come one by one, in constant work each:
+/// whether some flagged index `i` has `SUSTAINED_SHARE` of the flags from it on, and
+/// whether the last flag holds.
+///
+/// Index `i` qualifies when `total - before(i) >= 4/5 (n - i)`, that is when
+/// `4i - 5 before(i) >= 4n - 5 total`: the left side is fixed once `i` is flagged, so
+/// the largest of it is all that is kept. (`SUSTAINED_SHARE` is 4/5; the float
+/// comparison of `sustained` is exact at these sizes.)
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Sustained {
+    n: i64,
+    total: i64,
+    best: Option<i64>,
+    pub last: bool,
+}
+
+impl Sustained {
+    pub fn push(&mut self, flag: bool) {
+        if flag {
+            let held = 4 * self.n - 5 * self.total;
+            self.best = Some(self.best.map_or(held, |best| best.max(held)));
+            self.total += 1;
+        }
+        self.n += 1;
+        self.last = flag;
+    }
+
+    /// Whether [`sustained`] of the flags pushed so far is `Some`.
+    pub fn holds(&self) -> bool {
+        let needed = (SUSTAINED_STEPS as i64).min(self.n).max(1);
+        self.total >= needed
+            && self
+                .best
+                .is_some_and(|best| best >= 4 * self.n - 5 * self.total)
+    }
 }
 
 /// The first index from which `flags` holds on `SUSTAINED_SHARE` of the rest, and the last index that holds.
@@ -288,6 +342,21 @@ mod tests {
         assert_eq!(sustained(&[true, true, false, false, false]), None);
         assert_eq!(sustained(&[true]), Some((0, 0)));
         assert_eq!(sustained(&[]), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sustained_kept_flag_by_flag_is_sustained_of_every_prefix(
+            flags in proptest::collection::vec(proptest::bool::weighted(0.6), 0..60)
+        ) {
+            let mut online = Sustained::default();
+            for (n, &flag) in flags.iter().enumerate() {
+                online.push(flag);
+                let whole = sustained(&flags[..=n]);
+                proptest::prop_assert_eq!(online.holds(), whole.is_some(), "{:?}", &flags[..=n]);
+                proptest::prop_assert_eq!(online.last, flag);
+            }
+        }
     }
 
     #[test]

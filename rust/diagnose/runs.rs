@@ -100,18 +100,8 @@ impl RunSummary {
         self.gradients.insert(s.tag.to_owned(), i);
         let tops = self.gradient_top.entry(layer_kind(s.tag)).or_default();
         for (&step, p) in s.steps.iter().zip(profiles) {
-            if !p.has_values() {
-                continue;
-            }
-            let top = tops
-                .entry(step)
-                .or_insert([(usize::MAX, f64::NEG_INFINITY); 2]);
-            let scale = p.scale();
-            if scale > top[0].1 {
-                top[1] = top[0];
-                top[0] = (i, scale);
-            } else if scale > top[1].1 {
-                top[1] = (i, scale);
+            if p.has_values() {
+                rank(tops.entry(step).or_insert(UNRANKED), i, p.scale());
             }
         }
     }
@@ -126,18 +116,8 @@ impl RunSummary {
         series: &[SeriesKey<'a>],
         profiles: &[&[StepProfile]],
     ) -> Option<(&'a str, Vec<Option<f64>>)> {
-        let words: Vec<&str> = key
-            .split_inclusive(['/', '.', '_', '-', ' ', ':'])
-            .collect();
-        let bias_at = words.iter().position(|w| {
-            w.trim_end_matches(['/', '.', '_', '-', ' ', ':'])
-                .eq_ignore_ascii_case("bias")
-        })?;
-        let j = ["weight", "weights", "kernel"].iter().find_map(|name| {
-            let mut sibling: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
-            sibling[bias_at] = words[bias_at].replacen(&words[bias_at][..4], name, 1);
-            self.gradients.get(&sibling.concat()).copied()
-        })?;
+        let j =
+            weight_keys_of_bias(key).find_map(|sibling| self.gradients.get(&sibling).copied())?;
         let scales: HashMap<i64, f64> = series[j]
             .steps
             .iter()
@@ -163,9 +143,8 @@ impl RunSummary {
         steps
             .iter()
             .map(|step| {
-                let top = tops?.get(step)?;
-                let (j, scale) = if top[0].0 == i { top[1] } else { top[0] };
-                (j != usize::MAX).then(|| (scale, series[j].tag))
+                let (j, scale) = other_than(tops?.get(step)?, i)?;
+                Some((scale, series[j].tag))
             })
             .collect()
     }
@@ -184,17 +163,7 @@ impl RunSummary {
         let j = *self.parameters.get(&tensor_name(key))?;
         let mut stopped_at: HashMap<i64, bool> = HashMap::new();
         for (k, pair) in profiles[j].windows(2).enumerate() {
-            let same = pair[0].has_values()
-                && pair[1].has_values()
-                && [
-                    (pair[0].mean, pair[1].mean),
-                    (pair[0].std, pair[1].std),
-                    (pair[0].min, pair[1].min),
-                    (pair[0].max, pair[1].max),
-                ]
-                .iter()
-                .all(|&(a, b)| a == b);
-            stopped_at.insert(series[j].steps[k + 1], same);
+            stopped_at.insert(series[j].steps[k + 1], stood_still(&pair[0], &pair[1]));
         }
         Some(
             steps
@@ -208,4 +177,60 @@ impl RunSummary {
 /// The median interval between a series' steps, if it has two.
 pub(super) fn logging_interval(steps: &[i64]) -> Option<f64> {
     (steps.len() >= 2).then(|| median(steps.windows(2).map(|w| (w[1] - w[0]) as f64)))
+}
+
+/// The two largest scales at one step, with their series: none yet.
+pub(super) const UNRANKED: [(usize, f64); 2] = [(usize::MAX, f64::NEG_INFINITY); 2];
+
+/// Ranks series `i`'s `scale` among the two largest of a step (the first of equals first).
+pub(super) fn rank(top: &mut [(usize, f64); 2], i: usize, scale: f64) {
+    if scale > top[0].1 {
+        top[1] = top[0];
+        top[0] = (i, scale);
+    } else if scale > top[1].1 {
+        top[1] = (i, scale);
+    }
+}
+
+/// The largest of a step's two ranked scales that is not series `i`'s.
+pub(super) fn other_than(top: &[(usize, f64); 2], i: usize) -> Option<(usize, f64)> {
+    let (j, scale) = if top[0].0 == i { top[1] } else { top[0] };
+    (j != usize::MAX).then_some((j, scale))
+}
+
+/// Whether a parameter stood still from one step to the next: the same statistics.
+pub(super) fn stood_still(before: &StepProfile, after: &StepProfile) -> bool {
+    before.has_values()
+        && after.has_values()
+        && [
+            (before.mean, after.mean),
+            (before.std, after.std),
+            (before.min, after.min),
+            (before.max, after.max),
+        ]
+        .iter()
+        .all(|&(a, b)| a == b)
+}
+
+/// The keys that name the weight of the layer whose bias `key` names, in the order
+/// they are looked for: `bias` read as `weight`, `weights` or `kernel`.
+pub(super) fn weight_keys_of_bias(key: &str) -> impl Iterator<Item = String> + '_ {
+    let words: Vec<&str> = key
+        .split_inclusive(['/', '.', '_', '-', ' ', ':'])
+        .collect();
+    let bias_at = words.iter().position(|w| {
+        w.trim_end_matches(['/', '.', '_', '-', ' ', ':'])
+            .eq_ignore_ascii_case("bias")
+    });
+    let names = if bias_at.is_some() {
+        &["weight", "weights", "kernel"][..]
+    } else {
+        &[]
+    };
+    names.iter().map(move |name| {
+        let at = bias_at.unwrap_or_default();
+        let mut sibling: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+        sibling[at] = words[at].replacen(&words[at][..4], name, 1);
+        sibling.concat()
+    })
 }

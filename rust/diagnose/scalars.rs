@@ -31,55 +31,76 @@ pub(super) struct LossEvidence {
     pub still_up: bool,
 }
 
-impl LossEvidence {
-    /// Whether `series`, a loss, diverged: risen `LOSS_RISE` times above its
-    /// early level on `LOSS_RISE_VALUES` values, or turned non-finite.
-    pub fn of(series: &ScalarSeries) -> Option<LossEvidence> {
-        let finite: Vec<(i64, f64)> = series
-            .steps
-            .iter()
-            .zip(&series.values)
-            .filter(|(_, v)| v.is_finite())
-            .map(|(&s, &v)| (s, v))
-            .collect();
-        let early = finite.first().map_or(f64::NAN, |&(_, v)| v);
-        let later = finite.get(1..).unwrap_or_default();
-        let peak = later.iter().map(|&(_, v)| v).fold(early, f64::max);
-        let risen: Vec<i64> = later
-            .iter()
-            .filter(|&&(_, v)| early > 0.0 && v >= LOSS_RISE * early)
-            .map(|&(s, _)| s)
-            .collect();
-        let nonfinite_step = series
-            .steps
-            .iter()
-            .zip(&series.values)
-            .find(|(_, v)| !v.is_finite())
-            .map(|(&s, _)| s);
-        let rose = (risen.len() >= LOSS_RISE_VALUES).then(|| risen[0]);
-        let n = series.values.len();
-        let tail = &series.values[n.saturating_sub(LOSS_RISE_VALUES)..];
-        let still_up = series.values.last().is_some_and(|v| !v.is_finite())
-            || (rose.is_some()
-                && tail.len() == LOSS_RISE_VALUES
-                && tail
-                    .iter()
-                    .all(|&v| !v.is_finite() || v >= LOSS_RISE * early));
-        let from_step = match (rose, nonfinite_step) {
+/// What [`LossEvidence`] rests on, kept value by value in constant work: the first finite
+/// value, the peak, the rises, the first NaN or infinity and the last two values.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct LossFold {
+    early: Option<f64>,
+    peak: f64,
+    risen: usize,
+    first_risen: Option<i64>,
+    nonfinite_step: Option<i64>,
+    /// The last two values, newest last, finite or not.
+    tail: [Option<f64>; LOSS_RISE_VALUES],
+}
+
+impl LossFold {
+    pub fn push(&mut self, step: i64, value: f64) {
+        if !value.is_finite() {
+            self.nonfinite_step.get_or_insert(step);
+        } else if let Some(early) = self.early {
+            self.peak = self.peak.max(value);
+            if early > 0.0 && value >= LOSS_RISE * early {
+                self.risen += 1;
+                self.first_risen.get_or_insert(step);
+            }
+        } else {
+            self.early = Some(value);
+            self.peak = value;
+        }
+        self.tail.rotate_left(1);
+        self.tail[LOSS_RISE_VALUES - 1] = Some(value);
+    }
+
+    /// The evidence of the values pushed so far, if the loss diverged.
+    pub fn evidence(&self, tag: &str) -> Option<LossEvidence> {
+        let early = self.early.unwrap_or(f64::NAN);
+        let peak = if self.early.is_some() {
+            self.peak
+        } else {
+            f64::NAN
+        };
+        let rose = (self.risen >= LOSS_RISE_VALUES)
+            .then_some(self.first_risen)
+            .flatten();
+        let up = |v: &Option<f64>| v.is_some_and(|v| !v.is_finite() || v >= LOSS_RISE * early);
+        let still_up = self.tail[LOSS_RISE_VALUES - 1].is_some_and(|v| !v.is_finite())
+            || (rose.is_some() && self.tail.iter().all(up));
+        let from_step = match (rose, self.nonfinite_step) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,
         };
         Some(LossEvidence {
-            tag: series.tag.clone(),
+            tag: tag.to_owned(),
             early,
             peak,
             from_step,
-            nonfinite_step,
+            nonfinite_step: self.nonfinite_step,
             still_up,
         })
     }
+}
 
-    /// The evidence as a finding cites it.
+impl LossEvidence {
+    /// The evidence of a loss series, if it diverged: [`LossFold`] over its values.
+    pub fn of(series: &ScalarSeries) -> Option<LossEvidence> {
+        let mut fold = LossFold::default();
+        for (&step, &value) in series.steps.iter().zip(&series.values) {
+            fold.push(step, value);
+        }
+        fold.evidence(&series.tag)
+    }
+
     pub fn cited(&self) -> String {
         match self.nonfinite_step {
             Some(step) if step <= self.from_step || !self.peak.is_finite() => {
@@ -109,15 +130,31 @@ impl LossEvidence {
 pub(super) fn run_loss_evidence<'a>(
     scalars: impl Iterator<Item = (&'a ScalarSeries, Role)>,
 ) -> Option<LossEvidence> {
-    scalars
-        .filter(|(_, role)| *role == Role::Loss)
-        .filter_map(|(series, _)| LossEvidence::of(series))
-        .max_by(|a, b| {
-            let strength = |e: &LossEvidence| (e.nonfinite_step.is_some(), e.peak / e.early);
-            strength(a)
-                .partial_cmp(&strength(b))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        })
+    strongest(
+        scalars
+            .filter(|(_, role)| *role == Role::Loss)
+            .filter_map(|(series, _)| LossEvidence::of(series)),
+    )
+}
+
+/// Of the evidence of several losses, the strongest: a NaN first, then the largest rise.
+pub(super) fn strongest(evidence: impl Iterator<Item = LossEvidence>) -> Option<LossEvidence> {
+    evidence.max_by(|a, b| {
+        let strength = |e: &LossEvidence| (e.nonfinite_step.is_some(), e.peak / e.early);
+        strength(a)
+            .partial_cmp(&strength(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })
+}
+
+/// How bad a scalar's NaN or infinity is: an error for a loss, or where it lasts
+/// `to_the_end`; a warning where the values recovered.
+pub(super) fn nonfinite_severity(role: Role, to_the_end: bool) -> Severity {
+    if role == Role::Loss || to_the_end {
+        Severity::Error
+    } else {
+        Severity::Warning
+    }
 }
 
 /// A scalar that turned NaN or infinite: an error where it is a loss or stays
@@ -131,12 +168,7 @@ pub(super) fn nonfinite_scalar(run: &str, series: &ScalarSeries, role: Role) -> 
         .filter(|&i| !series.values[i].is_finite())
         .collect();
     let (&first, &last) = (bad.first()?, bad.last()?);
-    let to_the_end = last + 1 == series.values.len();
-    let severity = if role == Role::Loss || to_the_end {
-        Severity::Error
-    } else {
-        Severity::Warning
-    };
+    let severity = nonfinite_severity(role, last + 1 == series.values.len());
     let first_step = series.steps[first];
     let what = if role == Role::Loss {
         "the loss"

@@ -17,15 +17,24 @@ pub const ALPHA_BAND: (f64, f64) = (2.0, 6.0);
 /// The last word of an α scalar's key: `spectrum/<name>/alpha`.
 const ALPHA_SUFFIX: &str = "/alpha";
 
+/// Whether a scalar is an α that [`alpha_band`] judges.
+pub(super) fn is_alpha(tag: &str, role: Role) -> bool {
+    role == Role::Spectrum && tag.ends_with(ALPHA_SUFFIX)
+}
+
+/// Whether an α lies outside [`ALPHA_BAND`].
+pub(super) fn outside(alpha: f64) -> bool {
+    alpha.is_finite() && !(ALPHA_BAND.0..=ALPHA_BAND.1).contains(&alpha)
+}
+
 /// A spectrum's α that ends outside [`ALPHA_BAND`]: one `Info` finding over the last
 /// stretch of steps outside it. Only the last value decides: a freshly initialised
 /// layer's α is usually far above 6, and leaves the band's top as it learns.
 pub(super) fn alpha_band(run: &str, series: &ScalarSeries, role: Role) -> Option<Finding> {
-    if role != Role::Spectrum || !series.tag.ends_with(ALPHA_SUFFIX) {
+    if !is_alpha(&series.tag, role) {
         return None;
     }
     let (low, high) = ALPHA_BAND;
-    let outside = |v: f64| v.is_finite() && !(low..=high).contains(&v);
     let last = *series.values.last()?;
     if !outside(last) {
         return None;
