@@ -60,8 +60,12 @@ pub struct LiveDiagnosis {
     newest: Option<(i64, bool)>,
     /// What the rules would find now, followed value by value.
     triggers: Triggers,
-    /// How many histograms have come.
+    /// After a restart, the furthest step the run had reached: until it passes it
+    /// again, every complete step is judged (see `due`).
+    replaying_until: Option<i64>,
+    /// How many histograms, and how many values of any kind, have come.
     arrivals: u64,
+    values: u64,
     findings: Vec<Finding>,
     /// The most severe level each (key, kind) was announced at.
     announced: HashMap<(String, Kind), Severity>,
@@ -104,6 +108,7 @@ impl LiveDiagnosis {
         self.arrive(step);
         let profiled = profile_binned(edges, counts, stats);
         self.arrivals += 1;
+        self.values += 1;
         // Looked up before inserting: a tag is copied once, not at every step.
         let dropped = match self.series.get_mut(tag) {
             Some(series) => series.push(step, profiled),
@@ -115,13 +120,14 @@ impl LiveDiagnosis {
             }
         };
         if dropped > 0 {
-            self.triggers.invalidate(); // a restart: what was folded went
+            self.restarted();
         }
     }
 
     /// Takes a scalar as it was written (events hold scalars as 32-bit floats).
     pub fn scalar(&mut self, tag: &str, step: i64, value: f32) {
         self.arrive(step);
+        self.values += 1;
         let scalars = &mut self.run_evidence().scalars;
         let i = match scalars.binary_search_by(|s| s.tag.as_str().cmp(tag)) {
             Ok(i) => i,
@@ -137,7 +143,7 @@ impl LiveDiagnosis {
         let restarts = scalars[i].steps.last().is_some_and(|&last| last >= step);
         scalars[i].push(step, f64::from(value));
         if restarts {
-            self.triggers.invalidate();
+            self.restarted();
         }
     }
 
@@ -190,11 +196,29 @@ impl LiveDiagnosis {
         self.newest = Some((step, false));
     }
 
-    /// Whether to judge what has come: the budget allows it, or the triggers say the
-    /// rules would find something new (the last step `over` or not).
+    /// Training went back to a checkpoint: what the triggers folded went.
+    fn restarted(&mut self) {
+        let reached = self.series.values().filter_map(|s| s.steps.last()).max();
+        self.replaying_until = self.replaying_until.max(reached.copied());
+        self.triggers.invalidate();
+    }
+
+    /// Whether to judge what has come: the budget allows it, the run is logging again
+    /// the steps a restart took back (where some of its series hold values from before
+    /// the restart and some from after, which the triggers do not follow), or the
+    /// triggers say the rules would find something new (the last step `over` or not).
     fn due(&mut self, over: bool) -> bool {
         if self.affordable() {
             return true;
+        }
+        let newest = self.newest.map_or(i64::MIN, |(step, _)| step);
+        match self.replaying_until {
+            Some(until) if newest <= until => return true,
+            Some(_) => {
+                self.replaying_until = None;
+                self.triggers.invalidate();
+            }
+            None => {}
         }
         let started = Instant::now();
         let empty = RunEvidence::default();
@@ -202,8 +226,9 @@ impl LiveDiagnosis {
             series: &self.series,
             evidence: self.evidence.get(&self.run).unwrap_or(&empty),
             options: &self.options,
-            newest: (self.newest.map_or(i64::MIN, |(step, _)| step), over),
+            newest: (newest, over),
             arrivals: self.arrivals,
+            values: self.values,
         };
         let urgent = self.triggers.urgent(&run);
         self.judging += started.elapsed();

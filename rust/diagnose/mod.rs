@@ -29,6 +29,7 @@ mod tests;
 #[cfg(test)]
 mod trigger_tests;
 mod triggers;
+mod verdicts;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;

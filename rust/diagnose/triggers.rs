@@ -16,25 +16,23 @@
 //! has a step judged for nothing, once per key, kind and severity. The tests of `live`
 //! hold them to the rules: alerts past the budget are those of judging every step.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use super::activations::{is_dead, is_saturated, Bounded};
-use super::collapsed::{scale_fell, spread_fell};
-use super::exploding::{episode_back, flagged, growth_needed, heal_wait, EpisodeBack};
-use super::gradients::{bias_vanished, vanished};
+use super::exploding::heal_wait;
 use super::loss_curve::LossCurve;
 use super::optimizer::OptimizerKind;
 use super::roles::{layer_kind, tensor_name, LayerKind};
-use super::rules::{early_scale, median, start_scale, stopped_by, Sustained, EARLY_STEPS};
+use super::rules::{median, stopped_by};
 use super::runs::{other_than, rank, stood_still, weight_keys_of_bias, UNRANKED};
 use super::scalars::{nonfinite_severity, strongest, LossEvidence, LossFold};
 use super::spectral::{is_alpha, outside};
+use super::verdicts::{Early, Verdicts};
 use super::{Kind, Options, Role, Severity};
 use crate::histograms::profile::StepProfile;
 use crate::histograms::profiled::ProfiledSeries;
 use crate::logdir::evidence::RunEvidence;
 
-/// The highest severity each kind of a key's findings was announced or judged at.
+/// A severity for each kind of a key's findings.
 type Raised = [Option<Severity>; Kind::ALL.len()];
 
 /// A live run as the triggers read it.
@@ -47,6 +45,8 @@ pub(super) struct Run<'a> {
     /// How many histograms have come so far: none since the last step was folded as it
     /// stood means that fold holds once the step is over.
     pub arrivals: u64,
+    /// How many values of any kind have come: none since the last call, nothing to say.
+    pub values: u64,
 }
 
 /// The running verdicts of a live run's series and scalars.
@@ -60,8 +60,10 @@ pub(super) struct Triggers {
     stale: bool,
     /// The arrivals when the last step was folded as it stood.
     tentative_at: Option<u64>,
-    /// The highest severity each key's kinds were announced or judged at.
-    raised: HashMap<String, Raised>,
+    /// The values when the run was last read.
+    read_at: Option<u64>,
+    /// The highest severity each key's kinds were announced at.
+    announced: HashMap<String, Raised>,
 }
 
 impl Triggers {
@@ -73,9 +75,9 @@ impl Triggers {
 
     /// A finding was announced, or judged, at `severity`.
     pub fn announced(&mut self, key: &str, kind: Kind, severity: Severity) {
-        let raised = match self.raised.get_mut(key) {
+        let raised = match self.announced.get_mut(key) {
             Some(raised) => raised,
-            None => self.raised.entry(key.to_owned()).or_default(),
+            None => self.announced.entry(key.to_owned()).or_default(),
         };
         let slot = &mut raised[kind as usize];
         *slot = (*slot).max(Some(severity));
@@ -87,7 +89,7 @@ impl Triggers {
         if std::mem::take(&mut self.stale) {
             self.series.clear();
             self.scalars.clear();
-            self.tentative_at = None;
+            (self.tentative_at, self.read_at) = (None, None);
         }
         self.watch_new_series(run);
         self.fold_scalars(run);
@@ -98,6 +100,9 @@ impl Triggers {
             // The step was folded as it stood and nothing came since: it stands.
             watches.iter_mut().for_each(|w| w.promote());
         }
+        if self.read_at.replace(run.values) == Some(run.values) {
+            return false; // the same values, and so the same predictions, as last time
+        }
         let pending: BTreeSet<i64> = series
             .iter()
             .zip(&watches)
@@ -106,17 +111,35 @@ impl Triggers {
             .collect();
         let adaptive = OptimizerKind::of(&run.evidence.optimizer) == Some(OptimizerKind::Adaptive);
         for step in pending {
-            let over = step < run.newest.0 || over;
+            // Only the newest step can still change: a series a restart has not logged
+            // again keeps its later steps, as they were written.
+            let over = over || step != run.newest.0;
             fold_step(&series, &mut watches, step, over, adaptive);
             if !over {
                 self.tentative_at = Some(run.arrivals);
             }
         }
         let context = Context::of(run, &self.series, &self.scalars);
-        self.predict(run, &context)
+        let kinds = run.options.kinds.as_ref();
+        let raised = &self.announced;
+        let mut urgent = false;
+        for (tag, watch) in &mut self.series {
+            let predicted = watch.predict(&context);
+            urgent |= raise(raised, kinds, tag, &predicted, &mut watch.forced);
+        }
+        for (tag, watch) in &mut self.scalars {
+            let predicted = watch.predict();
+            urgent |= raise(raised, kinds, tag, &predicted, &mut watch.forced);
+        }
+        urgent
     }
 
     fn watch_new_series(&mut self, run: &Run<'_>) {
+        // A series stays in the run once it came (a restart empties it), so as many
+        // watches as series means each has one.
+        if self.series.len() == run.series.len() {
+            return;
+        }
         for tag in run.series.keys() {
             if !self.series.contains_key(tag) {
                 let watch = Watch::new(tag, run.options.role(tag));
@@ -173,35 +196,35 @@ impl Triggers {
             }
         }
     }
+}
 
-    /// Whether a prediction of the rules rose above what each key was raised to; raises it.
-    fn predict(&mut self, run: &Run<'_>, context: &Context) -> bool {
-        let mut urgent = false;
-        let kinds = run.options.kinds.as_ref();
-        let mut raise = |raised: &mut HashMap<String, Raised>,
-                         key: &str,
-                         (kind, severity): (Kind, Severity)| {
-            if kinds.is_some_and(|k| !k.contains(&kind)) {
-                return;
-            }
-            let now = raised.get(key).and_then(|r| r[kind as usize]);
-            if Some(severity) > now {
-                raised.entry(key.to_owned()).or_default()[kind as usize] = Some(severity);
-                urgent = true;
-            }
-        };
-        for (tag, watch) in &mut self.series {
-            for found in watch.predict(context).into_iter().flatten() {
-                raise(&mut self.raised, tag, found);
-            }
-        }
-        for (tag, watch) in &self.scalars {
-            for found in watch.predict().into_iter().flatten() {
-                raise(&mut self.raised, tag, found);
-            }
-        }
-        urgent
+/// Whether a prediction for `key` rose above what was announced and what was already
+/// forced at; `forced` follows the predictions down, so that a step judged for nothing
+/// does not hide a later rise.
+fn raise(
+    announced: &HashMap<String, Raised>,
+    kinds: Option<&HashSet<Kind>>,
+    key: &str,
+    predicted: &[Option<(Kind, Severity)>],
+    forced: &mut Raised,
+) -> bool {
+    let mut now: Raised = Default::default();
+    for &(kind, severity) in predicted.iter().flatten() {
+        now[kind as usize] = Some(severity);
     }
+    let mut urgent = false;
+    for (kind, (&now, forced)) in Kind::ALL.iter().zip(now.iter().zip(forced.iter_mut())) {
+        if now <= *forced {
+            *forced = now;
+            continue;
+        }
+        let said = announced.get(key).and_then(|r| r[*kind as usize]);
+        if kinds.is_none_or(|k| k.contains(kind)) && now > said {
+            urgent = true;
+        }
+        *forced = now;
+    }
+    urgent
 }
 
 /// Folds in every series' value at `step` (`series[k]` watched by `watches[k]`), for
@@ -247,8 +270,10 @@ fn fold_step(
         })
         .collect();
     for (k, reference, weight) in folds {
-        let p = series[k].profiles[watches[k].folded];
-        watches[k].fold(step, &p, reference, weight, over);
+        let i = watches[k].folded;
+        // A value the series has later ones after (a restart did not log it again) stands.
+        let over = over || i + 1 < series[k].steps.len();
+        watches[k].fold(step, &series[k].profiles[i], reference, weight, over);
     }
 }
 
@@ -258,22 +283,22 @@ fn kind_index(kind: LayerKind) -> usize {
 }
 
 /// What the rules of every series read from the rest of the run.
-struct Context {
+pub(super) struct Context<'a> {
     last_step: i64,
     /// The median logging interval of the run's series that have one.
     interval: Option<f64>,
-    loss: Option<LossEvidence>,
-    curve: Option<LossCurve>,
+    pub loss: Option<LossEvidence>,
+    pub curve: Option<&'a LossCurve>,
     /// The first step a scalar of the run turned NaN or infinite.
     nonfinite_scalar: Option<i64>,
 }
 
-impl Context {
+impl<'a> Context<'a> {
     fn of(
         run: &Run<'_>,
         series: &BTreeMap<String, Watch>,
-        scalars: &BTreeMap<String, ScalarWatch>,
-    ) -> Context {
+        scalars: &'a BTreeMap<String, ScalarWatch>,
+    ) -> Context<'a> {
         let last = run
             .series
             .values()
@@ -289,24 +314,14 @@ impl Context {
             last_step: last.max(run.evidence.last_step()).unwrap_or(i64::MIN),
             interval,
             loss: strongest(loss_watches.clone().filter_map(|w| w.loss.evidence(&w.tag))),
-            curve: LossCurve::longest(loss_watches.filter_map(|w| w.curve.as_ref())).cloned(),
+            curve: LossCurve::longest(loss_watches.filter_map(|w| w.curve.as_ref())),
             nonfinite_scalar: scalars.values().filter_map(|w| w.nonfinite_step).min(),
         }
     }
 
     fn not_learning(&self) -> bool {
-        self.curve.as_ref().is_some_and(|c| !c.learned())
+        self.curve.is_some_and(|c| !c.learned())
     }
-}
-
-/// What a valued step brings to the rules that read a series' start.
-#[derive(Debug, Clone, Copy, Default)]
-struct Early {
-    step: i64,
-    scale: f64,
-    max_abs: f64,
-    /// The largest scale of another gradient of its kind, where the rule compares with it.
-    reference: Option<f64>,
 }
 
 /// One series' running verdicts, and what ties it to the others.
@@ -327,6 +342,8 @@ struct Watch {
     last_step: Option<i64>,
     /// The gaps between the series' steps, and how many of each: its logging interval.
     gaps: BTreeMap<i64, usize>,
+    /// The severities a step was judged for, while the predictions stay there.
+    forced: Raised,
 }
 
 impl Watch {
@@ -344,6 +361,7 @@ impl Watch {
             tentative: None,
             last_step: None,
             gaps: BTreeMap::new(),
+            forced: Raised::default(),
         }
     }
 
@@ -481,194 +499,6 @@ impl Watch {
     }
 }
 
-/// The running forms of the rules over one series' valued steps.
-#[derive(Debug, Clone, Default)]
-struct Verdicts {
-    nonfinite: bool,
-    valued: usize,
-    nonzero: bool,
-    /// The first `EARLY_STEPS` valued steps: until there are that many, the start moves,
-    /// and what is measured from it is folded again.
-    early: [Early; EARLY_STEPS],
-    peak_spread: f64,
-    dead: Sustained,
-    saturated: Sustained,
-    spread: Sustained,
-    bias: Sustained,
-    decay: Sustained,
-    vanish: Sustained,
-    /// Growth flagged as the rule flags it without, then with, a loss that diverged.
-    growth: [Episodes; 2],
-}
-
-impl Verdicts {
-    fn push(&mut self, role: Role, p: &StepProfile, step: Early, weight: Option<f64>) {
-        self.nonfinite |= p.nonfinite;
-        if !p.has_values() {
-            return;
-        }
-        self.nonzero |= step.max_abs != 0.0;
-        self.dead.push(is_dead(p));
-        self.saturated.push(is_saturated(Bounded::of(p)));
-        self.spread.push(spread_fell(p, self.peak_spread));
-        self.peak_spread = self.peak_spread.max(p.std);
-        self.bias.push(bias_vanished(step.scale, weight));
-        if self.valued < EARLY_STEPS {
-            self.early[self.valued] = step;
-            self.valued += 1;
-            self.decay = Sustained::default();
-            self.vanish = Sustained::default();
-            self.growth = Default::default();
-            for k in 0..self.valued {
-                self.push_from_start(role, self.early[k]);
-            }
-        } else {
-            self.valued += 1;
-            self.push_from_start(role, step);
-        }
-    }
-
-    /// Folds in what is measured from the series' start.
-    fn push_from_start(&mut self, role: Role, step: Early) {
-        let scales = || {
-            self.early[..self.valued.min(EARLY_STEPS)]
-                .iter()
-                .map(|e| e.scale)
-        };
-        let (early, start) = (early_scale(scales()), start_scale(scales()));
-        self.decay.push(scale_fell(step.scale, early));
-        let reference = step.reference.map(|r| (r, ""));
-        self.vanish
-            .push(vanished(step.scale, reference, early).is_some());
-        for (diverged, episodes) in self.growth.iter_mut().enumerate() {
-            let needed = growth_needed(diverged == 1);
-            episodes.push(
-                step.step,
-                flagged(role, start, needed, step.scale, step.max_abs),
-            );
-        }
-    }
-
-    fn vanishing(&self, role: Role, bias_named: bool) -> Option<Severity> {
-        if role != Role::Gradient || self.valued == 0 {
-            return None;
-        }
-        if !self.nonzero {
-            return Some(if bias_named {
-                Severity::Info
-            } else {
-                Severity::Warning
-            });
-        }
-        if self.bias.holds() {
-            return Some(Severity::Info);
-        }
-        self.vanish.holds().then_some(Severity::Warning)
-    }
-
-    fn collapsed(&self, role: Role, not_learning: bool) -> Option<Severity> {
-        if self.spread.holds() && self.spread.last {
-            return Some(if not_learning {
-                Severity::Error
-            } else {
-                Severity::Warning
-            });
-        }
-        let decayed = role == Role::Parameter && self.decay.holds() && self.decay.last;
-        (not_learning && decayed).then_some(Severity::Error)
-    }
-
-    fn exploding(&mut self, context: &Context, wait: i64) -> Option<Severity> {
-        let episodes = &mut self.growth[usize::from(context.loss.is_some())];
-        episodes.severity(context, wait)
-    }
-}
-
-/// A series' steps flagged as growing, in episodes of consecutive valued steps, and
-/// what the loss did after those that ended.
-#[derive(Debug, Clone, Default)]
-struct Episodes {
-    count: usize,
-    /// Whether the last two valued steps were flagged, the last last.
-    last_two: [bool; 2],
-    open: Option<(i64, i64)>,
-    /// The first step of the first episode that ended: without a loss before it, none is judged.
-    first_ended: Option<i64>,
-    /// Episodes that ended, the loss not yet known to be back after them or not.
-    pending: Vec<(i64, i64)>,
-    /// An episode after which the loss did not come back.
-    not_back: bool,
-}
-
-impl Episodes {
-    fn push(&mut self, step: i64, flag: bool) {
-        match (flag, &mut self.open) {
-            (true, Some((_, last))) => *last = step,
-            (true, None) => {
-                self.open = Some((step, step));
-                self.count += 1;
-            }
-            (false, open) => {
-                if let Some(ended) = open.take() {
-                    self.first_ended.get_or_insert(ended.0);
-                    self.pending.push(ended);
-                }
-            }
-        }
-        self.last_two = [self.last_two[1], flag];
-    }
-
-    /// The `exploding` rule's severity (see its `Outcome`).
-    fn severity(&mut self, context: &Context, wait: i64) -> Option<Severity> {
-        if self.count == 0 {
-            return None;
-        }
-        let ends = self.last_two[1];
-        if (ends && self.last_two[0]) || context.loss.as_ref().is_some_and(|l| l.still_up) {
-            return Some(Severity::Error);
-        }
-        let unjudged = Some(if self.count < 2 {
-            Severity::Info
-        } else {
-            Severity::Warning
-        });
-        let Some(curve) = &context.curve else {
-            return if ends {
-                Some(Severity::Warning)
-            } else {
-                unjudged
-            };
-        };
-        if self
-            .first_ended
-            .is_some_and(|first| curve.level_before(first).is_none())
-        {
-            return if ends {
-                Some(Severity::Warning)
-            } else {
-                unjudged
-            };
-        }
-        let not_back = &mut self.not_back;
-        self.pending
-            .retain(|&episode| match episode_back(curve, episode, wait) {
-                EpisodeBack::Pending => true,
-                EpisodeBack::NotBack { .. } => {
-                    *not_back = true;
-                    false
-                }
-                EpisodeBack::Back(_) | EpisodeBack::NoLevel => false,
-            });
-        if self.not_back {
-            return Some(Severity::Error);
-        }
-        if ends || !self.pending.is_empty() || !curve.learned() {
-            return Some(Severity::Warning);
-        }
-        Some(Severity::Info)
-    }
-}
-
 /// One scalar's running verdicts: its NaN, and for a loss, its curve and divergence.
 #[derive(Debug)]
 struct ScalarWatch {
@@ -679,6 +509,7 @@ struct ScalarWatch {
     last: f64,
     loss: LossFold,
     curve: Option<LossCurve>,
+    forced: Raised,
 }
 
 impl ScalarWatch {
@@ -691,6 +522,7 @@ impl ScalarWatch {
             last: f64::NAN,
             loss: LossFold::default(),
             curve: (role == Role::Loss).then(|| LossCurve::new(tag)),
+            forced: Raised::default(),
         }
     }
 
