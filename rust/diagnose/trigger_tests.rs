@@ -1,6 +1,6 @@
-//! The triggers held to the rules: on random runs, a live diagnosis whose budget is
-//! spent, so that only its triggers have steps judged, alerts exactly as one that
-//! judges every step.
+//! The triggers held to the rules: on random runs and on the real fixtures' files, a
+//! live diagnosis whose budget is spent, so that only its triggers have steps judged,
+//! alerts exactly as one that judges every step.
 
 use std::time::Duration;
 
@@ -235,4 +235,98 @@ proptest! {
         prop_assert_eq!(format!("{got:?}"), format!("{expected:?}"));
         prop_assert_eq!(format!("{:?}", spent.findings()), format!("{:?}", every.findings()));
     }
+}
+
+/// One value of an events file, in record order.
+enum Value {
+    Histogram(String, i64, Vec<f64>, Stats),
+    Scalar(String, i64, f64),
+}
+
+impl crate::read::event_file::Sink for Vec<Value> {
+    fn histogram(&mut self, tag: &str, point: crate::read::event_file::PointView<'_>, _: bool) {
+        self.push(Value::Histogram(
+            tag.to_owned(),
+            point.step,
+            point.buckets.to_vec(),
+            point.stats,
+        ));
+    }
+
+    fn start(&mut self, _step: i64) {}
+
+    fn scalar(&mut self, tag: &str, step: i64, value: f64) {
+        self.push(Value::Scalar(tag.to_owned(), step, value));
+    }
+}
+
+/// Every run of the real fixtures (TensorFlow 1 and 2, Keras, PyTorch, tensorboardX;
+/// restarts, damage), its files' values in order.
+fn fixture_runs() -> Vec<(String, Vec<Value>)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    let mut folders = vec![root.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).expect("the fixtures are there") {
+            let path = entry.expect("a listed entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.to_string_lossy().contains("tfevents") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut runs: Vec<(String, Vec<Value>)> = Vec::new();
+    for path in files {
+        let run = path.parent().expect("in a folder").display().to_string();
+        let mut values = Vec::new();
+        let mut plugins = Default::default();
+        crate::read::event_file::read_event_file_into(&path, None, &mut values, &mut plugins);
+        match runs.last_mut() {
+            Some((last, held)) if *last == run => held.extend(values),
+            _ => runs.push((run, values)),
+        }
+    }
+    runs
+}
+
+/// Feeds a run's values as its writer wrote them, settling at each step's end.
+fn replay(live: &mut LiveDiagnosis, values: &[Value]) -> Vec<Alert> {
+    let mut alerts = Vec::new();
+    for value in values {
+        match value {
+            Value::Histogram(tag, step, rows, stats) => {
+                let mut edges: Vec<f64> = rows.chunks_exact(3).map(|b| b[0]).collect();
+                edges.extend(rows.chunks_exact(3).last().map(|b| b[1]));
+                let counts: Vec<f64> = rows.chunks_exact(3).map(|b| b[2]).collect();
+                if !counts.is_empty() {
+                    live.histogram(tag, *step, &edges, &counts, stats);
+                }
+            }
+            Value::Scalar(tag, step, v) => live.scalar(tag, *step, *v as f32),
+        }
+        alerts.extend(live.take_alerts());
+    }
+    live.conclude();
+    alerts.extend(live.take_alerts());
+    alerts
+}
+
+#[test]
+fn on_real_files_triggers_alert_at_the_steps_judging_every_step_does() {
+    let runs = fixture_runs();
+    assert!(runs.len() >= 10, "{} runs", runs.len());
+    let mut alerted = 0;
+    for (run, values) in &runs {
+        let mut every = LiveDiagnosis::with_share("r", Options::default(), f64::INFINITY);
+        let expected = replay(&mut every, values);
+        let mut spent = LiveDiagnosis::with_share("r", Options::default(), 0.0);
+        spent.judging = JUDGING_ALLOWANCE + Duration::from_secs(3600);
+        let got = replay(&mut spent, values);
+        assert_eq!(described(&got), described(&expected), "{run}");
+        assert_eq!(format!("{got:?}"), format!("{expected:?}"), "{run}");
+        alerted += usize::from(!got.is_empty());
+    }
+    assert!(alerted >= 3, "only {alerted} fixture runs alert");
 }
