@@ -10,7 +10,10 @@ Two measures, in one process:
    Printed: the diagnosis's share per step, at the start and at the end
    (the rules read every profile of the run so far, so the cost grows with
    the steps logged), and in total, against one `histoscope check` of the
-   whole file at the end (``check`` ratio).
+   whole file at the end (``check`` ratio). Four fifths in, the first key's
+   values grow ten thousand times and stay there: judged at every step, the
+   rules say so at that very step; printed is how many steps later the alert
+   came (``alert delay``), past the judging budget by then.
 
 2. **A training step**: a 100-layer MLP (64 wide) trained on the CPU with
    ``run.watch(model, log="all", every=1)``, ``alerts="warn"`` against
@@ -47,9 +50,12 @@ from histoscope import _core
 BINS = 64
 
 
-def step_batch(rng: np.random.Generator, keys: int, step: int) -> _core.BinnedBatch:
+def step_batch(rng: np.random.Generator, keys: int, step: int, onset: int) -> _core.BinnedBatch:
     scale = 0.01 * (1.0 + 0.001 * step)
-    return _core.bin_batch([rng.normal(0.0, scale, 256) for _ in range(keys)], BINS)
+    values = [rng.normal(0.0, scale, 256) for _ in range(keys)]
+    if step >= onset:
+        values[0] *= 1e4  # the first layer's gradients explode, and stay up
+    return _core.bin_batch(values, BINS)
 
 
 def writer_work(keys: int, steps: int, folder: Path) -> dict[str, float]:
@@ -58,14 +64,17 @@ def writer_work(keys: int, steps: int, folder: Path) -> dict[str, float]:
     plain = _core.EventFileWriter(str(folder / "plain"), 0.0, "bench")
     live = _core.EventFileWriter(str(folder / "live"), 0.0, "bench", diagnosed_as="live")
     spent = {"plain": [], "live": []}
+    onset, alerted = steps * 4 // 5, None
     for step in range(steps):
-        batch = step_batch(rng, keys, step)
+        batch = step_batch(rng, keys, step, onset)
         for name, writer in (("plain", plain), ("live", live)):
             start = time.perf_counter()
             writer.write_batch(tags, step, float(step), batch)
             writer.write_scalar("loss", step, float(step), 1.0)
             writer.settle()
             spent[name].append(time.perf_counter() - start)
+        exploding = [a.step for a in live.take_alerts() if a.finding.kind == "exploding"]
+        alerted = alerted if alerted is not None or not exploding else exploding[0]
     for writer in (plain, live):
         writer.close()
     start = time.perf_counter()
@@ -79,6 +88,7 @@ def writer_work(keys: int, steps: int, folder: Path) -> dict[str, float]:
         "write_ms": 1e3 * statistics.median(spent["plain"]),
         "total_s": sum(extra),
         "check_s": check,
+        "alert_delay": float("nan") if alerted is None else alerted - onset,
     }
 
 
@@ -164,6 +174,10 @@ def main() -> None:
         print(
             f"  live diagnosis per step: {work['first_steps_ms']:.2f} ms over the first tenth, "
             f"{work['last_steps_ms']:.2f} ms over the last"
+        )
+        print(
+            f"  a key exploding at step {args.steps * 4 // 5}: alerted "
+            f"{work['alert_delay']:.0f} steps later  (alert delay; 0: at its step)"
         )
         ratio = work["total_s"] / work["check_s"]
         print(

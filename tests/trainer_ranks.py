@@ -156,6 +156,10 @@ def main() -> None:
     if rank == 0:
         np.savez(out / "expected.npz", **gathered.expected)
         (out / "run.json").write_text(json.dumps(str(watching.run.dir)))
+    # Torn down before the interpreter exits: a process group left to exit with it can
+    # abort a rank ("terminate called without an active exception") from gloo's threads.
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def _numpy(tensor: torch.Tensor) -> np.ndarray:
