@@ -73,7 +73,7 @@ impl Triggers {
         self.stale = true;
     }
 
-    /// A finding was announced, or judged, at `severity`.
+    /// A finding was announced at `severity`.
     pub fn announced(&mut self, key: &str, kind: Kind, severity: Severity) {
         let raised = match self.announced.get_mut(key) {
             Some(raised) => raised,
@@ -119,17 +119,23 @@ impl Triggers {
                 self.tentative_at = Some(run.arrivals);
             }
         }
+        self.predict(run)
+    }
+
+    /// Whether the rules would now give some key a finding above what was announced
+    /// and above what a step was already judged for.
+    fn predict(&mut self, run: &Run<'_>) -> bool {
         let context = Context::of(run, &self.series, &self.scalars);
         let kinds = run.options.kinds.as_ref();
-        let raised = &self.announced;
+        let announced = &self.announced;
         let mut urgent = false;
         for (tag, watch) in &mut self.series {
             let predicted = watch.predict(&context);
-            urgent |= raise(raised, kinds, tag, &predicted, &mut watch.forced);
+            urgent |= raise(announced, kinds, tag, &predicted, &mut watch.forced);
         }
         for (tag, watch) in &mut self.scalars {
             let predicted = watch.predict();
-            urgent |= raise(raised, kinds, tag, &predicted, &mut watch.forced);
+            urgent |= raise(announced, kinds, tag, &predicted, &mut watch.forced);
         }
         urgent
     }
