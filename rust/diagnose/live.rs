@@ -177,6 +177,14 @@ impl LiveDiagnosis {
         &self.findings
     }
 
+    /// The findings of the run as written so far, judged now if the rules have not
+    /// seen all of it, whatever the budget: what a caller asks for, past the budget,
+    /// is what `check` says of the file now, not at the last judgement.
+    pub fn findings_now(&mut self) -> &[Finding] {
+        self.conclude();
+        &self.findings
+    }
+
     /// The alerts found since the last call, oldest first.
     pub fn take_alerts(&mut self) -> Vec<Alert> {
         std::mem::take(&mut self.alerts)
@@ -512,6 +520,17 @@ mod tests {
         // Later NaNs of the same keys force nothing: the end is judged at the end.
         live.conclude();
         assert_eq!(live.findings(), offline("r", &logged));
+    }
+
+    #[test]
+    fn asked_past_its_budget_a_run_says_what_check_says_of_it_now() {
+        let logged = growing();
+        let mut live = spent();
+        logged.iter().for_each(|v| feed(&mut live, v));
+        // Judged last where an alert came, some steps back...
+        assert_ne!(live.findings(), offline("r", &logged));
+        // ...and asked now, nothing having settled the last step: the whole file's.
+        assert_eq!(live.findings_now(), offline("r", &logged));
     }
 
     #[test]

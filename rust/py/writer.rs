@@ -270,9 +270,9 @@ impl EventFileWriter {
             .collect()
     }
 
-    /// The run's findings up to the last complete step (empty without live diagnosis).
+    /// The run's findings as written so far (empty without live diagnosis).
     fn live_findings(&self, py: Python<'_>) -> PyResult<Vec<Py<FindingRecord>>> {
-        let findings = py.detach(|| self.live(|live| live.findings().to_vec()));
+        let findings = py.detach(|| self.live(|live| live.findings_now().to_vec()));
         py_findings(py, findings.unwrap_or_default())
     }
 }
