@@ -12,17 +12,16 @@
 //! dozen bytes a step and key are kept; the histograms are not), so it grows
 //! with the steps logged: 500 keys judged at step 1,000 take tens of
 //! milliseconds. Judging is therefore held to [`JUDGING_SHARE`] of the time
-//! since the run began, beyond a first [`JUDGING_ALLOWANCE`]. While it fits, every complete step is judged; past
-//! it, judgements are spaced out, an alert then naming the later step it was
-//! found at (its finding's first step is unchanged). [`LiveDiagnosis::conclude`]
-//! judges the end whatever the budget.
+//! since the run began, beyond a first [`JUDGING_ALLOWANCE`]. While it fits, every
+//! complete step is judged; past it, judgements are spaced out, and
+//! [`LiveDiagnosis::conclude`] judges the end whatever the budget.
 //!
 //! Past the budget, the triggers (`triggers`) say which steps to judge all the same:
 //! they follow, in constant work per value, what each rule's verdict rests on, and a
 //! step where the rules would give a key a new finding, or a worse one, is judged at
 //! once. So an alert, and a trainer stopped on it, come at the step where the rules
-//! first give it however long the run has gone on, and a step is judged past the
-//! budget at most once per key, kind and severity.
+//! first give it however long the run has gone on. The triggers only say when to
+//! judge: the findings are the rules' alone.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};

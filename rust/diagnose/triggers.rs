@@ -13,8 +13,8 @@
 //!
 //! A trigger never makes a finding. One that predicts too low leaves an alert to the
 //! next judgement the budget allows, as without triggers; one that predicts too high
-//! has a step judged for nothing, once per key, kind and severity. The tests of `live`
-//! hold them to the rules: alerts past the budget are those of judging every step.
+//! has a step judged for nothing. `trigger_tests` holds them to the rules: alerts past
+//! the budget are those of judging every step, on random runs and on real files.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
