@@ -6,6 +6,7 @@
 //! against the other layers only where its parameter stopped moving.
 
 use super::optimizer::OptimizerKind;
+use super::roles::layer_kind;
 use super::rules::{power_of_ten, sci, sustained, Context};
 use super::{Finding, Kind, Severity};
 
@@ -105,11 +106,7 @@ pub(super) fn vanishing(cx: &Context<'_>) -> Option<Finding> {
 /// A gradient exactly 0 at every step: harmless for a bias before a normalization
 /// layer (the normalization removes any shift), a broken layer otherwise.
 fn no_gradient(cx: &Context<'_>, steps: (usize, usize)) -> Finding {
-    let bias = cx
-        .key
-        .split(['/', '.', '_', '-', ' ', ':'])
-        .any(|w| w.eq_ignore_ascii_case("bias"));
-    let (severity, message) = if bias {
+    let (severity, message) = if layer_kind(cx.key).bias {
         (
             Severity::Info,
             "the gradient is exactly 0 at every step: this bias gets no gradient, as one before \

@@ -334,8 +334,8 @@ impl<'a> Context<'a> {
 #[derive(Debug)]
 struct Watch {
     role: Role,
+    /// Its kind of layer, which also says whether its key names a bias.
     kind: LayerKind,
-    bias_named: bool,
     /// For a gradient: its parameter's series, and for a bias's, its layer's weight's
     /// gradient, by place in the series' order.
     parameter: Option<usize>,
@@ -357,9 +357,6 @@ impl Watch {
         Watch {
             role,
             kind: layer_kind(tag),
-            bias_named: tag
-                .split(['/', '.', '_', '-', ' ', ':'])
-                .any(|w| w.eq_ignore_ascii_case("bias")),
             parameter: None,
             weight: None,
             folded: 0,
@@ -459,7 +456,7 @@ impl Watch {
         if self.role == Role::Spectrum {
             return [None; 6];
         }
-        let (role, bias_named) = (self.role, self.bias_named);
+        let (role, bias_named) = (self.role, self.kind.bias);
         // The interval is worked out only where a rule reads it: a series behind its
         // run, or one that has grown.
         let interval = || self.end_and_interval().1.or(context.interval);
