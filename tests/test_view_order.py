@@ -206,11 +206,14 @@ def test_a_card_being_read_keeps_its_focus_when_the_cards_are_placed_again(page:
     cards = page.locator('details.section[data-section="weights"] article.card')
     expect(cards).to_have_count(len(KEYS), timeout=20000)
     chart = page.locator('article.card[data-tag="weights/layer03"] .chart')
+    # The choices are drawn once the server says which orders it has; set before
+    # then, the select would take no value and nothing would be ordered.
+    expect(page.locator('#order option[value="std_last"]')).to_have_count(1, timeout=20000)
     chart.focus()
     page.evaluate(  # the order changed while the focus stays in the card
         "() => { const o = document.getElementById('order'); o.value = 'std_last';"
         " o.dispatchEvent(new Event('change', { bubbles: true })); }"
     )
-    # Ordering by the last step's spread waits for the index, slow on a loaded machine.
+    # Ordering asks the server, slow on a loaded machine.
     expect(cards.first).to_have_attribute("data-tag", WIDEST, timeout=20000)
     expect(chart).to_be_focused(timeout=20000)
