@@ -15,14 +15,13 @@ import dataclasses
 import importlib
 import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
+from sharded_ranks import fault_drill
 from torch import nn
 
 import histoscope as hs
@@ -177,38 +176,8 @@ def _numpy(tensor: torch.Tensor) -> np.ndarray:
 
 
 def faults(rank: int, world: int, init_file: str, out: str) -> None:
-    """Two ZeRO-3 engines, one after the other, watched on both ranks with a run each on
-    rank 0. Step 0 of each is logged by both; then rank 1 stops taking part in the first
-    (it sleeps past the timeout, then comes back) and dies after step 0 of the second,
-    while rank 0 goes on capturing and finishes both runs. Rank 0 saves how long each of
-    its calls took, and the warnings it was given."""
-    import warnings
-
+    """Two ZeRO-3 engines, one after the other, watched on both ranks and put through
+    `sharded_ranks.fault_drill`."""
     join(rank, world, init_file)
-    times: dict[str, float] = {}
-    said: list[str] = []
-    for fault in ("hang", "death"):
-        engine = engine_of(Setup(3))
-        run = hs.init("p", run_name=fault, dir=out) if rank == 0 else None
-        watcher: Callable[..., Any] = hs.watch if run is None else run.watch
-        watch = watcher(engine, log="parameters", every=1, timeout=TIMEOUT)
-        watch.capture(0)
-        if rank == 1:
-            if fault == "death":
-                os._exit(3)
-            time.sleep(2 * TIMEOUT)
-        else:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                for step in (1, 2):
-                    began = time.monotonic()
-                    watch.capture(step)
-                    times[f"{fault}: capture {step}"] = time.monotonic() - began
-                began = time.monotonic()
-                run.finish(timeout=TIMEOUT)
-                times[f"{fault}: finish"] = time.monotonic() - began
-            said += [f"{w.category.__name__}: {w.message}" for w in caught]
-        if fault == "hang":
-            dist.barrier()  # the second engine is made by both ranks together
-    (Path(out) / "rank0.json").write_text(json.dumps({"times": times, "warnings": said}))
+    fault_drill(rank, out, lambda: engine_of(Setup(3)))
     os._exit(0)  # the group's peer is gone: nothing more to say to it

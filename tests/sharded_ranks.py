@@ -354,24 +354,35 @@ TIMEOUT = 5.0
 
 
 def faults(rank: int, world: int, init_file: str, out: str) -> None:
-    """Two models sharded over both ranks, one after the other, with a run each on rank 0.
-    Step 0 of each is logged by both ranks; then rank 1 stops taking part in the first
-    (it sleeps past the timeout, then comes back) and dies after step 0 of the second,
-    while rank 0 goes on capturing and finishes both runs. Rank 0 saves how long each of
-    its calls took, and the warnings it was given."""
+    """Two models sharded over both ranks, one after the other, put through
+    `fault_drill`."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     mesh = init_device_mesh("cpu", (world,))
-    times: dict[str, float] = {}
-    said: list[str] = []
-    for fault in ("hang", "death"):
+
+    def sharded() -> nn.Module:
         model = nn.Module()
         weight = torch.arange(12.0).reshape(6, 2)
         model.weight = nn.Parameter(distribute_tensor(weight, mesh, [Shard(0)]))
+        return model
+
+    fault_drill(rank, out, sharded)
+
+
+def fault_drill(rank: int, out: str, make: Callable[[], Any]) -> None:
+    """Two models from `make` (made by every rank together), one after the other, with
+    a run each on rank 0. Step 0 of each is logged by both ranks; then rank 1 stops
+    taking part in the first (it sleeps past the timeout, then comes back) and dies
+    after step 0 of the second, while rank 0 goes on capturing and finishes both runs.
+    Rank 0 saves how long each of its calls took, and the warnings it was given."""
+    times: dict[str, float] = {}
+    said: list[str] = []
+    for fault in ("hang", "death"):
+        model = make()
         run = hs.init("p", run_name=fault, dir=out) if rank == 0 else None
-        watcher = hs.watch if run is None else run.watch
+        watcher: Callable[..., Any] = hs.watch if run is None else run.watch
         watch = watcher(model, log="parameters", every=1, timeout=TIMEOUT)
         watch.capture(0)
         if rank == 1:
@@ -390,5 +401,5 @@ def faults(rank: int, world: int, init_file: str, out: str) -> None:
                 times[f"{fault}: finish"] = time.monotonic() - began
             said += [f"{w.category.__name__}: {w.message}" for w in caught]
         if fault == "hang":
-            dist.barrier()  # the second model's group is made by both ranks together
+            dist.barrier()  # the second model is made by both ranks together
     (Path(out) / "rank0.json").write_text(json.dumps({"times": times, "warnings": said}))

@@ -25,6 +25,7 @@ if importlib.util.find_spec("deepspeed") is None:
 
 from deepspeed_ranks import MATRICES, SETUPS, STEPS, TIMEOUT, faults, scenarios  # noqa: E402
 from sharded_ranks import start  # noqa: E402
+from whole_tensors import assert_whole_tensors, by_key, written  # noqa: E402
 
 WORLD = 2
 SECONDS = 900.0
@@ -41,18 +42,10 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def written(folder: Path) -> dict[str, hs.HistogramSeries]:
-    loaded = hs.load_histograms(folder / "p", runs=["r"])
-    return {tag: loaded[tag]["r"] for tag in loaded}
-
-
 @pytest.mark.parametrize("scenario", list(SETUPS))
 def test_each_histogram_is_the_gathered_tensors(trained: Path, scenario: str) -> None:
     folder = trained / scenario
-    by_key: dict[str, dict[int, np.ndarray]] = {}
-    for name, values in np.load(folder / "expected.npz").items():
-        step, key = name.split(":", 1)
-        by_key.setdefault(key, {})[int(step)] = values.reshape(-1)
+    expected = by_key(np.load(folder / "expected.npz").items())
     engine = json.loads((folder / "engine.json").read_text())
     setup = SETUPS[scenario]
     assert (engine["stage"], engine["offload"], engine["accumulation"]) == (
@@ -63,27 +56,12 @@ def test_each_histogram_is_the_gathered_tensors(trained: Path, scenario: str) ->
     assert engine["dtype"] == ("torch.bfloat16" if setup.bf16 else "torch.float32"), engine
     series = {k: v for k, v in written(folder).items() if not k.startswith("activations/")}
     # The module's own names, no engine's "module." before them.
-    assert sorted(series) == sorted(by_key)
+    assert sorted(series) == sorted(expected)
     assert {key.split("/", 1)[1] for key in series} == (MATRICES if setup.filtered else NAMES)
-    for key, steps in by_key.items():
+    for key, steps in expected.items():
         # One capture per optimizer step, at the engine's global step.
         assert series[key].steps.tolist() == list(range(STEPS)), key
-        for i, step in enumerate(series[key].steps.tolist()):
-            full = steps[step]
-            buckets = series[key].buckets[i]
-            edges = np.append(buckets[:, 0], buckets[-1, 1])
-            where = f"{key} at step {step}"
-            np.testing.assert_array_equal(edges, hs.Histogram(full, bins=64).edges, err_msg=where)
-            counts, _ = np.histogram(full, bins=edges)
-            np.testing.assert_array_equal(buckets[:, 2], counts, err_msg=where)
-            stats = {name: values[i] for name, values in series[key].stats.items()}
-            assert (stats["count"], stats["min"], stats["max"]) == (
-                full.size,
-                full.min(),
-                full.max(),
-            ), where
-            assert stats["mean"] == pytest.approx(full.mean(), rel=1e-9, abs=1e-12), where
-            assert stats["std"] == pytest.approx(full.std(), rel=1e-9, abs=1e-12), where
+        assert_whole_tensors(series[key], steps, key)
 
 
 @pytest.mark.parametrize("scenario", [s for s, setup in SETUPS.items() if setup.activations])

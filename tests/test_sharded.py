@@ -32,6 +32,7 @@ from sharded_ranks import (  # noqa: E402
     scenarios,
     start,
 )
+from whole_tensors import assert_whole_tensors, by_key, written  # noqa: E402
 
 WORLD = 4
 SECONDS = 600.0
@@ -48,39 +49,15 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def written(folder: Path) -> dict[str, hs.HistogramSeries]:
-    loaded = hs.load_histograms(folder / "p", runs=["r"])
-    return {tag: loaded[tag]["r"] for tag in loaded}
-
-
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_each_histogram_is_the_whole_tensors(sharded: Path, scenario: str) -> None:
     folder = sharded / scenario
-    expected = {k: v for f in folder.glob("expected*.npz") for k, v in np.load(f).items()}
+    expected = by_key(kv for f in folder.glob("expected*.npz") for kv in np.load(f).items())
     series = written(folder)
-    by_key: dict[str, dict[int, np.ndarray]] = {}
-    for name, values in expected.items():
-        step, key = name.split(":", 1)
-        by_key.setdefault(key, {})[int(step)] = values.reshape(-1)
-    assert sorted(k for k in series if not k.startswith("activations/")) == sorted(by_key)
-    for key, steps in by_key.items():
+    assert sorted(k for k in series if not k.startswith("activations/")) == sorted(expected)
+    for key, steps in expected.items():
         assert series[key].steps.tolist() == sorted(steps), key
-        for i, step in enumerate(series[key].steps.tolist()):
-            full = steps[step]
-            buckets = series[key].buckets[i]
-            edges = np.append(buckets[:, 0], buckets[-1, 1])
-            where = f"{key} at step {step}"
-            np.testing.assert_array_equal(edges, hs.Histogram(full, bins=64).edges, err_msg=where)
-            counts, _ = np.histogram(full, bins=edges)
-            np.testing.assert_array_equal(buckets[:, 2], counts, err_msg=where)
-            stats = {name: values[i] for name, values in series[key].stats.items()}
-            assert (stats["count"], stats["min"], stats["max"]) == (
-                full.size,
-                full.min(),
-                full.max(),
-            ), where
-            assert stats["mean"] == pytest.approx(full.mean(), rel=1e-9, abs=1e-12), where
-            assert stats["std"] == pytest.approx(full.std(), rel=1e-9, abs=1e-12), where
+        assert_whole_tensors(series[key], steps, key)
 
 
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s != "partial_and_replicate"])

@@ -31,6 +31,7 @@ if importlib.util.find_spec("lightning") is None:
 
 import strategy_ranks  # noqa: E402
 import trainer_ranks  # noqa: E402
+from whole_tensors import assert_whole_tensors, by_key  # noqa: E402
 
 NAMES = {"net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias", "net.3.weight", "net.3.bias"}
 
@@ -96,26 +97,10 @@ def test_trainer_stop_on_under_ddp_stops_both_processes_at_one_step(tmp_path: Pa
 def assert_gathered(out: Path, logs: Path, setup: str, steps_logged: list[int]) -> None:
     loaded = hs.load_histograms(logs)
     series = {tag: next(iter(runs.values())) for tag, runs in loaded.items()}
-    by_key: dict[str, dict[int, np.ndarray]] = {}
-    for name, values in np.load(out / "expected.npz").items():
-        step, key = name.split(":", 1)
-        by_key.setdefault(key, {})[int(step)] = values
+    expected = by_key(np.load(out / "expected.npz").items())
     # Under the module's own names, no wrapper's in them.
-    assert sorted(series) == sorted(by_key)
+    assert sorted(series) == sorted(expected)
     assert {key.split("/", 1)[1] for key in series} == NAMES
-    for key, steps in by_key.items():
+    for key, steps in expected.items():
         assert series[key].steps.tolist() == steps_logged, key
-        for i, step in enumerate(series[key].steps.tolist()):
-            full = steps[step]
-            buckets = series[key].buckets[i]
-            edges = np.append(buckets[:, 0], buckets[-1, 1])
-            where = f"{setup}: {key} at step {step}"
-            np.testing.assert_array_equal(edges, hs.Histogram(full, bins=64).edges, err_msg=where)
-            counts, _ = np.histogram(full, bins=edges)
-            np.testing.assert_array_equal(buckets[:, 2], counts, err_msg=where)
-            stats = {name: values[i] for name, values in series[key].stats.items()}
-            assert (stats["count"], stats["min"], stats["max"]) == (
-                full.size,
-                full.min(),
-                full.max(),
-            ), where
+        assert_whole_tensors(series[key], steps, f"{setup}: {key}")
