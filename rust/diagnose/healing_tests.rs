@@ -1,7 +1,7 @@
 //! The rules on spikes that heal and on weights decayed under a flat loss, read whole
 //! and on prefixes as a live diagnosis reads them.
 
-use super::tests::{evidence, kinds, run_rules, run_with, series, STEPS};
+use super::tests::{evidence, kinds, run_rules, run_with, run_with_loss, series, STEPS};
 use super::*;
 use crate::histograms::series::Series;
 
@@ -124,11 +124,7 @@ fn a_spike_the_loss_does_not_come_back_from_is_an_error() {
     for v in &mut loss[30..] {
         *v = 3.0;
     }
-    let found = run_with(
-        &all,
-        &evidence("r", &[("loss", loss)], &[]),
-        &Options::default(),
-    );
+    let found = run_with_loss(&all, loss);
     assert_eq!(
         kinds(&found),
         vec![("gradients/fc.weight", Kind::Exploding, Severity::Error)]
@@ -137,11 +133,7 @@ fn a_spike_the_loss_does_not_come_back_from_is_an_error() {
     assert!(value(&found[0], "loss_before") < 3.0 / 2.0);
     // Spikes the loss comes back from in a run that does not learn: a warning.
     let flat = vec![1.4; 100];
-    let found = run_with(
-        &all,
-        &evidence("r", &[("loss", flat)], &[]),
-        &Options::default(),
-    );
+    let found = run_with_loss(&all, flat);
     assert_eq!(found[0].severity, Severity::Warning);
     assert!(found[0].message.contains("the run is not learning"));
 }

@@ -42,6 +42,15 @@ pub(super) fn run_with(all: &[Series], evidence: &Evidence, options: &Options) -
     checked
 }
 
+/// [`run_with`] run `r`'s loss as its one scalar, default options.
+pub(super) fn run_with_loss(all: &[Series], loss: Vec<f64>) -> Vec<Finding> {
+    run_with(
+        all,
+        &evidence("r", &[("loss", loss)], &[]),
+        &Options::default(),
+    )
+}
+
 pub(super) fn kinds(findings: &[Finding]) -> Vec<(&str, Kind, Severity)> {
     findings
         .iter()
@@ -288,11 +297,7 @@ fn histograms_that_stop_while_the_loss_goes_on_as_nan() {
     ];
     let mut loss = vec![f64::NAN; 10];
     loss[0] = 1.4;
-    let found = run_with(
-        &all,
-        &evidence("r", &[("loss", loss)], &[]),
-        &Options::default(),
-    );
+    let found = run_with_loss(&all, loss);
     assert_eq!(
         kinds(&found),
         vec![

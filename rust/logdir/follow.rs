@@ -10,8 +10,7 @@
 //! the buckets of one step, so a viewer need not keep buckets it is not showing.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::Path;
 
 use crate::bins::compressor::{compress_histogram, Compressed};
@@ -22,17 +21,18 @@ use crate::logdir::merge::merge_run;
 use crate::read::event_file::{read_records, Entry, FileContents};
 use crate::read::report::FileReport;
 use crate::read::shared_tags::StepBurst;
-use crate::read::tf_record::RecordReader;
+use crate::read::tf_record::{open_at, RecordReader};
 
-/// What one read of a file's next records gave.
+/// What one read of a file's next records gave: each tag's series, or (as
+/// [`SegmentIndex`]) each tag's steps alone.
 #[derive(Debug, Default)]
-pub struct Segment {
+pub struct Segment<S = Series> {
     /// The offset just past the last whole record read: where the next read starts.
     pub end: u64,
     /// The steps of the `SessionLog.START`s read: each drops the run's earlier values at or after it.
     pub starts: Vec<i64>,
-    /// The histograms read, one series per tag, restarts inside the segment applied.
-    pub series: Vec<Series>,
+    /// The histograms read, one per tag, restarts inside the segment applied.
+    pub series: Vec<S>,
     /// Damage found, with offsets in the file.
     pub report: FileReport,
 }
@@ -109,13 +109,7 @@ impl From<Series> for StepIndex {
 }
 
 /// A [`Segment`] with each series reduced to its [`StepIndex`].
-#[derive(Debug, Default)]
-pub struct SegmentIndex {
-    pub end: u64,
-    pub starts: Vec<i64>,
-    pub series: Vec<StepIndex>,
-    pub report: FileReport,
-}
+pub type SegmentIndex = Segment<StepIndex>;
 
 /// [`read_segment`] of every tag, keeping each step's index and dropping its buckets.
 pub fn index_segment(
@@ -197,10 +191,8 @@ fn read_range(
     tags: Option<&HashSet<String>>,
     contents: &mut FileContents,
 ) -> std::io::Result<(u64, u64)> {
-    let mut file = File::open(path)?;
-    let left = file.metadata()?.len().saturating_sub(start);
+    let (file, left) = open_at(path, start)?;
     let limit = left.min(budget);
-    file.seek(SeekFrom::Start(start))?;
     let reader = RecordReader::new(file.take(limit), Some(limit));
     read_records(reader, tags, contents);
     Ok((limit, left))

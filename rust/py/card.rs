@@ -145,13 +145,7 @@ struct SeriesRows<'py> {
 
 impl<'py> SeriesRows<'py> {
     fn new(py: Python<'py>, record: &SeriesRecord) -> PyResult<Self> {
-        let offsets = record.offsets.bind(py).readonly();
-        let offsets = offsets
-            .as_array()
-            .iter()
-            .map(|&o| usize::try_from(o))
-            .collect::<Result<_, _>>()
-            .map_err(|_| PyValueError::new_err("offsets must not be negative"))?;
+        let offsets = record.row_offsets(py)?;
         Ok(SeriesRows {
             steps: record.steps.bind(py).readonly(),
             buckets: record.buckets.bind(py).readonly(),

@@ -87,13 +87,7 @@ impl<'py> Borrowed<'py> {
                 Stats::from_array(values)
             })
             .collect();
-        let offsets = record.offsets.bind(py).readonly();
-        let offsets = offsets
-            .as_array()
-            .iter()
-            .map(|&o| usize::try_from(o))
-            .collect::<Result<_, _>>()
-            .map_err(|_| PyValueError::new_err("offsets must not be negative"))?;
+        let offsets = record.row_offsets(py)?;
         Ok(Borrowed {
             run: record.run.clone(),
             tag: record.tag.clone(),

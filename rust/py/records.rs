@@ -92,6 +92,17 @@ impl SeriesRecord {
 }
 
 impl SeriesRecord {
+    /// Its offsets as indices into the buckets' rows, none negative.
+    pub fn row_offsets(&self, py: Python<'_>) -> PyResult<Vec<usize>> {
+        let offsets = self.offsets.bind(py).readonly();
+        offsets
+            .as_array()
+            .iter()
+            .map(|&o| usize::try_from(o))
+            .collect::<Result<_, _>>()
+            .map_err(|_| PyValueError::new_err("offsets must not be negative"))
+    }
+
     pub fn new(py: Python<'_>, s: Series) -> PyResult<Self> {
         let offsets: Vec<i64> = s.offsets.iter().map(|&o| o as i64).collect();
         Ok(SeriesRecord {

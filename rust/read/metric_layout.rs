@@ -5,7 +5,6 @@
 //! [`MetricLayout`] as its content, with no payload, so TensorBoard and other
 //! readers pass over it.
 
-use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -14,7 +13,7 @@ use thiserror::Error;
 
 use crate::read::proto::SummaryValue;
 use crate::read::proto_view::{EventView, ValueView};
-use crate::read::tf_record::{ReadRecordError, RecordReader};
+use crate::read::tf_record::{open_at, ReadRecordError, RecordReader};
 use crate::read::wire::fields;
 
 /// The plugin name that marks a layout declaration.
@@ -50,10 +49,8 @@ pub fn read_layout(path: &Path, start: u64) -> Result<(u64, Vec<MetricLayout>), 
         path: path.to_path_buf(),
         source,
     };
-    let mut file = File::open(path).map_err(io_err)?;
-    let size = file.metadata().map_err(io_err)?.len();
-    io::Seek::seek(&mut file, io::SeekFrom::Start(start)).map_err(io_err)?;
-    let mut reader = RecordReader::new(BufReader::new(file), Some(size.saturating_sub(start)));
+    let (file, left) = open_at(path, start).map_err(io_err)?;
+    let mut reader = RecordReader::new(BufReader::new(file), Some(left));
     let mut found = Vec::new();
     let mut end = 0;
     loop {

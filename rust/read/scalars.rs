@@ -6,7 +6,6 @@
 //! starts: after the last whole record, before a record still being written.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -15,7 +14,7 @@ use thiserror::Error;
 use super::event_file::{decode_records_until, PointView, Sink};
 use super::report::FileReport;
 use super::shared_tags::StepBurst;
-use super::tf_record::RecordReader;
+use super::tf_record::{open_at, RecordReader};
 
 /// One scalar value as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,10 +64,8 @@ pub fn read_scalars(
         path: path.to_path_buf(),
         source,
     };
-    let mut file = File::open(path).map_err(io_err)?;
-    let size = file.metadata().map_err(io_err)?.len();
-    io::Seek::seek(&mut file, io::SeekFrom::Start(start)).map_err(io_err)?;
-    let mut reader = RecordReader::new(BufReader::new(file), Some(size.saturating_sub(start)));
+    let (file, left) = open_at(path, start).map_err(io_err)?;
+    let mut reader = RecordReader::new(BufReader::new(file), Some(left));
     let mut sink = Prefixed {
         prefix,
         found: Vec::new(),

@@ -5,7 +5,9 @@
 //! picks it up once the writer has appended the rest, which is how a file that
 //! is still being written is followed.
 
-use std::io::{self, Read};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
 
 use thiserror::Error;
 
@@ -238,6 +240,15 @@ impl<R: Read> RecordReader<R> {
         }
         Ok(true)
     }
+}
+
+/// `path` opened at byte `start`, and how many bytes it holds from there as it
+/// stands now: where a reader of a growing file picks up, and its limit.
+pub fn open_at(path: &Path, start: u64) -> io::Result<(File, u64)> {
+    let mut file = File::open(path)?;
+    let left = file.metadata()?.len().saturating_sub(start);
+    file.seek(SeekFrom::Start(start))?;
+    Ok((file, left))
 }
 
 /// The bytes of a frame whose length header says `length`; a length so large
