@@ -11,13 +11,23 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .. import _core
 
-__all__ = ["FINDINGS_PAUSE_FACTOR", "FINDINGS_SECONDS", "Findings", "Layouts", "reading_notes"]
+__all__ = [
+    "FINDINGS_PAUSE_FACTOR",
+    "FINDINGS_SECONDS",
+    "Findings",
+    "Layouts",
+    "RunFiles",
+    "reading_notes",
+]
+
+_Found = TypeVar("_Found")
 
 #: A run's files, each with its size and time of change.
 _Signature = tuple[tuple[str, int, int], ...]
@@ -29,33 +39,52 @@ FINDINGS_SECONDS = 10.0
 FINDINGS_PAUSE_FACTOR = 4.0
 
 
-class Layouts:
-    """The ``define_metric`` declarations of each run, read on from where each file was left."""
+class RunFiles:
+    """Each run's events files, listed again at most every ``refresh_seconds``, and
+    the offset where each file's last read ended, to read on from there."""
 
     def __init__(self, logdir: str, refresh_seconds: float) -> None:
         self._logdir = logdir
         self._refresh_seconds = refresh_seconds
         self._files: dict[str, list[str]] = {}
         self._listed_at = -np.inf
-        self._offsets: dict[str, int] = {}
+        #: Per file, where the next read starts; dropped to read a file from its start.
+        self.offsets: dict[str, int] = {}
+
+    def of(self, run: str) -> list[str]:
+        """``run``'s files as last listed, the listing made again if it is old."""
+        if time.monotonic() - self._listed_at > self._refresh_seconds:
+            found = _core.discover_runs(self._logdir)
+            self._files = {r.name: list(r.files) for r in found}
+            self._listed_at = time.monotonic()
+        return self._files.get(run, [])
+
+    def read_on(self, run: str, read: Callable[[str, int], tuple[int, _Found]]) -> Iterator[_Found]:
+        """What ``read(path, offset)`` finds in each of ``run``'s files from where the
+        last read ended; it returns the offset to read on from, and what it found."""
+        for path in self.of(run):
+            try:
+                end, found = read(path, self.offsets.get(path, 0))
+            except OSError:  # removed since the listing: the next listing drops it
+                continue
+            self.offsets[path] = end
+            yield found
+
+
+class Layouts:
+    """The ``define_metric`` declarations of each run, read on from where each file was left."""
+
+    def __init__(self, logdir: str, refresh_seconds: float) -> None:
+        self._files = RunFiles(logdir, refresh_seconds)
         self._found: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     def declared(self, runs: list[str]) -> list[dict[str, Any]]:
         """Every declaration of ``runs``, run by run in file order (a later one wins)."""
         with self._lock:
-            if time.monotonic() - self._listed_at > self._refresh_seconds:
-                found = _core.discover_runs(self._logdir)
-                self._files = {run.name: list(run.files) for run in found}
-                self._listed_at = time.monotonic()
             out: list[dict[str, Any]] = []
             for run in runs:
-                for path in self._files.get(run, []):
-                    try:
-                        end, records = _core.read_layout(path, self._offsets.get(path, 0))
-                    except OSError:  # removed since the listing: the next listing drops it
-                        continue
-                    self._offsets[path] = end
+                for records in self._files.read_on(run, _core.read_layout):
                     self._found.setdefault(run, []).extend(
                         {"pattern": r.pattern, "section": r.section, "hidden": r.hidden}
                         for r in records

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import RequestError
+from .refreshed import RunFiles
 
 __all__ = ["BAND", "TREND_FIGURES", "SpectralTrends"]
 
@@ -41,11 +42,8 @@ class SpectralTrends:
     ``refresh_seconds`` for a run asked about."""
 
     def __init__(self, logdir: str, refresh_seconds: float) -> None:
-        self._logdir = logdir
         self._refresh_seconds = refresh_seconds
-        self._files: dict[str, list[str]] = {}
-        self._listed_at = -np.inf
-        self._offsets: dict[str, int] = {}
+        self._files = RunFiles(logdir, refresh_seconds)
         self._read_at: dict[str, float] = {}
         self._values: dict[str, dict[str, dict[int, float]]] = {}
         self._lock = threading.Lock()
@@ -82,21 +80,15 @@ class SpectralTrends:
         if now - self._read_at.get(run, -np.inf) < self._refresh_seconds:
             return self._values.get(run, {})
         self._read_at[run] = now
-        if now - self._listed_at > self._refresh_seconds:
-            self._files = {r.name: list(r.files) for r in _core.discover_runs(self._logdir)}
-            self._listed_at = now
-        files = self._files.get(run, [])
-        if any(self._offsets.get(path, 0) > _size(path) for path in files):
+        offsets = self._files.offsets
+        files = self._files.of(run)
+        if any(offsets.get(path, 0) > _size(path) for path in files):
             self._values.pop(run, None)  # a file cut shorter: read the run again
             for path in files:
-                self._offsets.pop(path, None)
+                offsets.pop(path, None)
         held = self._values.setdefault(run, {})
-        for path in files:
-            try:
-                end, points = _core.read_scalars(path, self._offsets.get(path, 0), PREFIX)
-            except OSError:  # removed since the listing: the next listing drops it
-                continue
-            self._offsets[path] = end
+        scalars = self._files.read_on(run, lambda path, at: _core.read_scalars(path, at, PREFIX))
+        for points in scalars:
             for point in points:
                 values = held.setdefault(point.tag, {})
                 if values and point.step <= max(values):
