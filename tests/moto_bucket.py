@@ -87,3 +87,16 @@ class OpenFiles:
             "open",
             lambda fs, path, *a, **k: Tracked(path, real_open(fs, path, *a, **k)),
         )
+
+
+def bucket_fixture(bucket: str, names: Sequence[str]) -> Any:
+    """A module's ``s3`` fixture: the storage options of `serving` ``names`` in
+    ``bucket``, one server for the whole module."""
+
+    @pytest.fixture(scope="module")
+    def s3(fixtures: Path) -> Iterator[dict[str, Any]]:
+        """storage_options for a bucket holding the fixtures under ``logs/``."""
+        with serving(fixtures, bucket, names) as options:
+            yield options
+
+    return s3

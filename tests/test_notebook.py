@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 from widget_page import deliver, held, open_widget
 
 import histoscope as hs
@@ -107,12 +107,18 @@ def test_the_page_follows_the_core_update_by_update(browser: Browser) -> None:
     context.close()
 
 
-def test_the_widget_is_drawn_read_by_keyboard_and_passes_axe(browser: Browser) -> None:
+def _opened_widget(browser: Browser, steps: int) -> tuple[_core.LiveChart, BrowserContext, Page]:
+    """A chart grown over ``steps`` steps, and an empty widget page in a context of its own."""
     chart = _core.LiveChart()
-    _grow(chart, range(20))
+    _grow(chart, range(steps))
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     page = context.new_page()
     open_widget(page)
+    return chart, context, page
+
+
+def test_the_widget_is_drawn_read_by_keyboard_and_passes_axe(browser: Browser) -> None:
+    chart, context, page = _opened_widget(browser, 20)
     deliver(page, *message(chart.take_update(1 << 20), chart.bins, {"findings": [], "notes": []}))
     root = ROOT
     page.wait_for_function(
@@ -286,11 +292,7 @@ def _finding(key: str, step: int) -> dict:
 
 def test_the_widgets_findings_are_announced_once_each(browser: Browser) -> None:
     """A finding the kernel sends again with every update is spoken once; a new one is."""
-    chart = _core.LiveChart()
-    _grow(chart, range(6))
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    page = context.new_page()
-    open_widget(page)
+    chart, context, page = _opened_widget(browser, 6)
     first = {"findings": [_finding("grad", 3)], "notes": []}
     deliver(page, *message(chart.take_update(1 << 20), chart.bins, first))
     live = page.locator(".histoscope-widget #alerts-live")

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import moto_bucket
 import numpy as np
 import pytest
@@ -24,11 +22,7 @@ BUCKET = "histograms"
 UPLOADED = ("torch_writer", "restart", "corrupt", "truncated", "tf2_summary", "tf2_edge")
 
 
-@pytest.fixture(scope="module")
-def s3(fixtures: Path) -> Iterator[dict[str, Any]]:
-    """storage_options for a bucket holding the fixtures under ``logs/``."""
-    with moto_bucket.serving(fixtures, BUCKET, UPLOADED) as options:
-        yield options
+s3 = moto_bucket.bucket_fixture(BUCKET, UPLOADED)
 
 
 def _read(logdir: Any, **kwargs: Any) -> dict[str, dict[str, histoscope.HistogramSeries]]:
@@ -170,19 +164,6 @@ def _write_planted(root: Path) -> Path:
     return root / "planted"
 
 
-def _upload(s3: dict[str, Any], local: Path, prefix: str) -> None:
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3["endpoint_url"],
-        region_name="us-east-1",
-        aws_access_key_id=s3["key"],
-        aws_secret_access_key=s3["secret"],
-    )
-    for path in local.rglob("*"):
-        if path.is_file():
-            client.upload_file(str(path), BUCKET, f"{prefix}/{path.relative_to(local).as_posix()}")
-
-
 def test_check_from_the_bucket_fetches_a_few_runs_at_a_time(
     s3: dict[str, Any],
     tmp_path: Path,
@@ -190,7 +171,7 @@ def test_check_from_the_bucket_fetches_a_few_runs_at_a_time(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     local = _write_planted(tmp_path)
-    _upload(s3, local, "planted")
+    moto_bucket.upload(s3, BUCKET, local, "planted")
     url = f"s3://{BUCKET}/planted"
     # the same findings as the local directory's, its scalars weighed too
     want = histoscope.diagnose(local)

@@ -8,7 +8,6 @@ import tempfile
 import time
 import urllib.request
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,7 @@ BUCKET = "views"
 UPLOADED = ("tf2_summary", "torch_writer", "restart", "corrupt", "nested", "truncated")
 
 
-@pytest.fixture(scope="module")
-def s3(fixtures: Path) -> Iterator[dict[str, Any]]:
-    """storage_options for a bucket holding the fixtures under ``logs/``."""
-    with moto_bucket.serving(fixtures, BUCKET, UPLOADED) as options:
-        yield options
+s3 = moto_bucket.bucket_fixture(BUCKET, UPLOADED)
 
 
 def _client(s3: dict[str, Any]) -> Any:
