@@ -41,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -225,20 +226,30 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=5)
     parser.add_argument("--steps", type=int, default=10, help="steps per block, logging every step")
     parser.add_argument("--steps-every-10", type=int, default=30, help="steps per block at k = 10")
-    args = parser.parse_args()
+    return run_ranks(rank_main, report, parser.parse_args())
+
+
+def run_ranks(
+    each: Callable[[int, str, str, argparse.Namespace], None],
+    judge: Callable[[dict[str, Any]], bool],
+    args: argparse.Namespace,
+    world: int = WORLD,
+) -> int:
+    """Runs ``each(rank, init_file, out, args)`` on ``world`` spawned processes, then
+    ``judge`` on the results rank 0 left in ``out/results.json``: 0 if it passes."""
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as out:
         init_file = os.path.join(out, "init")
         mp.start_processes(
-            _spawned, args=(init_file, out, args), nprocs=WORLD, start_method="spawn"
+            _spawned, args=(each, init_file, out, args), nprocs=world, start_method="spawn"
         )
-        passed = report(json.loads((Path(out) / "results.json").read_text()))
+        passed = judge(json.loads((Path(out) / "results.json").read_text()))
     return 0 if passed else 1
 
 
-def _spawned(rank: int, init_file: str, out: str, args: argparse.Namespace) -> None:
-    rank_main(rank, init_file, out, args)
+def _spawned(rank: int, each: Callable[..., None], *args: Any) -> None:
+    each(rank, *args)
 
 
 if __name__ == "__main__":

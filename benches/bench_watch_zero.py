@@ -29,10 +29,11 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_watch_sharded import run_ranks
 
 WORLD = 2
 
@@ -174,20 +175,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=10, help="unwatched steps timed")
     parser.add_argument("--repeat", type=int, default=5, help="tries of each logged step")
-    args = parser.parse_args()
-    import torch.multiprocessing as mp
-
-    with tempfile.TemporaryDirectory() as out:
-        init_file = os.path.join(out, "init")
-        mp.start_processes(
-            _spawned, args=(init_file, out, args), nprocs=WORLD, start_method="spawn"
-        )
-        passed = report(json.loads((Path(out) / "results.json").read_text()))
-    return 0 if passed else 1
-
-
-def _spawned(rank: int, init_file: str, out: str, args: argparse.Namespace) -> None:
-    rank_main(rank, init_file, out, args)
+    return run_ranks(rank_main, report, parser.parse_args(), WORLD)
 
 
 if __name__ == "__main__":
