@@ -33,21 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_watch_sharded import run_ranks
+from bench_watch_sharded import mlp, run_ranks
 
 WORLD = 2
-
-
-def mlp() -> Any:
-    """About 8.4 M parameters: four 1024 x 2048 layers, and small biases."""
-    import torch
-
-    torch.manual_seed(0)
-    widths = [1024, 2048, 1024, 2048, 1024]
-    layers: list[torch.nn.Module] = []
-    for a, b in zip(widths, widths[1:]):
-        layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
-    return torch.nn.Sequential(*layers[:-1])
 
 
 def engine_of(model: Any) -> Any:

@@ -371,6 +371,32 @@ def faults(rank: int, world: int, init_file: str, out: str) -> None:
     fault_drill(rank, out, sharded)
 
 
+def drilled(target: Callable[..., None], folder: Path, seconds: float, model: str) -> dict:
+    """Runs `target` (a `fault_drill` on two ranks) in `folder` and checks what every
+    drill must show: rank 0 outlives its peer's death and returns normally; the step
+    the peer missed fails within the watch's timeout, later steps and finish() do not
+    wait; both runs read without a warning; and one ShardedWarning per watch of
+    `model` names the failed collectives. Returns each fault's run, by tag."""
+    codes = start(2, target, (str(folder / "init"), str(folder)), seconds)
+    errors = "\n".join(p.read_text() for p in sorted(folder.glob("rank*.error")))
+    assert codes == [0, 3], errors or f"exit codes {codes}"
+    said = json.loads((folder / "rank0.json").read_text())
+    times, warned = said["times"], said["warnings"]
+    runs = {}
+    for fault in ("hang", "death"):
+        assert times[f"{fault}: capture 1"] < TIMEOUT + 5.0, times
+        assert times[f"{fault}: capture 2"] < 0.5 and times[f"{fault}: finish"] < 3.0, times
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            loaded = hs.load_histograms(folder / "p", runs=[fault])
+        runs[fault] = {tag: by_run[fault] for tag, by_run in loaded.items()}
+    assert len(warned) == 2, warned
+    for warning in warned:
+        assert warning.startswith(f"ShardedWarning: histoscope watch of {model}: step 1: ")
+        assert "the collectives over the 2 ranks failed" in warning
+    return runs
+
+
 def fault_drill(rank: int, out: str, make: Callable[[], Any]) -> None:
     """Two models from `make` (made by every rank together), one after the other, with
     a run each on rank 0. Step 0 of each is logged by both ranks; then rank 1 stops

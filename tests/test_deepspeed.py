@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import histoscope as hs
-
 if importlib.util.find_spec("deepspeed") is None:
     pytest.skip("DeepSpeed is not installed", allow_module_level=True)
 
-from deepspeed_ranks import MATRICES, SETUPS, STEPS, TIMEOUT, faults, scenarios  # noqa: E402
-from sharded_ranks import start  # noqa: E402
+from deepspeed_ranks import MATRICES, SETUPS, STEPS, faults, scenarios  # noqa: E402
+from sharded_ranks import drilled, start  # noqa: E402
 from whole_tensors import assert_whole_tensors, by_key, written  # noqa: E402
 
 WORLD = 2
@@ -76,25 +73,8 @@ def test_activations_are_the_first_forward_pass_of_each_step(trained: Path, scen
 
 
 def test_a_stopped_or_dead_peer_costs_only_the_timeout(tmp_path: Path) -> None:
-    codes = start(WORLD, faults, (str(tmp_path / "init"), str(tmp_path)), SECONDS)
-    errors = "\n".join(p.read_text() for p in sorted(tmp_path.glob("rank*.error")))
-    # Rank 0 lives on past its peer's death, and returns normally.
-    assert codes == [0, 3], errors or f"exit codes {codes}"
-    said = json.loads((tmp_path / "rank0.json").read_text())
-    times, warned = said["times"], said["warnings"]
-    for fault in ("hang", "death"):
-        # The step the peer missed fails within the watch's timeout; later steps and
-        # finish() do not wait at all.
-        assert times[f"{fault}: capture 1"] < TIMEOUT + 5.0, times
-        assert times[f"{fault}: capture 2"] < 0.5 and times[f"{fault}: finish"] < 3.0, times
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            loaded = hs.load_histograms(tmp_path / "p", runs=[fault])
-        assert {key.split("/", 1)[1] for key in loaded} == NAMES
-        assert loaded["parameters/0.weight"][fault].steps.tolist() == [0]
-        assert loaded["parameters/0.weight"][fault].stats["count"].tolist() == [35.0]
-    # One warning for each watch.
-    assert len(warned) == 2, warned
-    for warning in warned:
-        assert warning.startswith("ShardedWarning: histoscope watch of Sequential: step 1: ")
-        assert "the collectives over the 2 ranks failed" in warning
+    runs = drilled(faults, tmp_path, SECONDS, "Sequential")
+    for run in runs.values():
+        assert {key.split("/", 1)[1] for key in run} == NAMES
+        assert run["parameters/0.weight"].steps.tolist() == [0]
+        assert run["parameters/0.weight"].stats["count"].tolist() == [35.0]
