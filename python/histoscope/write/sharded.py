@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +50,7 @@ from ..errors import ShardedWarning
 from .batched import local_counts, local_moments
 from .device import Binned, default_edges
 from .options import WatchOptions
+from .said_once import SaidOnce
 from .shards import Local, Piece
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class Merge:
         self.failed = False
         self.group: Any = None
         self._layout: Layout | None = None
-        self._warned: set[str] = set()
+        self._said = SaidOnce()
 
     @property
     def writes(self) -> bool:
@@ -233,14 +233,8 @@ class Merge:
                 )
 
     def _warn(self, step: int, message: str) -> None:
-        if message in self._warned:
-            return
-        self._warned.add(message)
-        warnings.warn(
-            f"histoscope watch of {self.model}: step {step}: {message} (said once)",
-            ShardedWarning,
-            stacklevel=4,
-        )
+        said = f"histoscope watch of {self.model}: step {step}: {message} (said once)"
+        self._said.warn(message, said, ShardedWarning, stacklevel=4)
 
 
 def _values(local: Local | None) -> torch.Tensor:

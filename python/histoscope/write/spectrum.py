@@ -39,6 +39,7 @@ from .. import _args, _core
 from ..errors import ShardedWarning, UnloggedWarning
 from .histogram import Histogram
 from .options import DEFAULT_BINS
+from .said_once import SaidOnce
 
 if TYPE_CHECKING:
     import torch
@@ -222,7 +223,7 @@ class SpectralCapture:
         self.every = every
         self.bins = bins
         self.matrices = [(name, p) for name, p in named if p.dim() >= 2]
-        self._warned: set[str] = set()
+        self._said = SaidOnce()
         refused = [name for name, tensor in sharded if len(tensor.shape) >= 2]
         if refused:
             shown = ", ".join(refused[:10]) + (
@@ -273,14 +274,8 @@ class SpectralCapture:
         return logged
 
     def _warn_once(self, message: str, step: int) -> None:
-        if message in self._warned:
-            return
-        self._warned.add(message)
-        warnings.warn(
-            f"histoscope watch of {self.model}: step {step}: {message} (not logged; said once)",
-            UnloggedWarning,
-            stacklevel=2,
-        )
+        said = f"histoscope watch of {self.model}: step {step}: {message} (not logged; said once)"
+        self._said.warn(message, said, UnloggedWarning, stacklevel=2)
 
 
 def _logged(key: str, found: Spectrum) -> Mapping[str, Any]:

@@ -50,6 +50,7 @@ from .device import Binned
 from .histogram import Histogram
 from .optimizer import OptimizerWatch
 from .options import WatchOptions
+from .said_once import SaidOnce
 from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
 from .spectrum import SpectralCapture
@@ -142,7 +143,7 @@ class Watch:
         self._activations: dict[str, torch.Tensor] = {}
         self._activations_step: int | None = None
         self._handles: list[Any] = []
-        self._warned: set[str] = set()
+        self._said = SaidOnce()
         found = find_pieces(module)
         # ZeRO's values are complete at its optimizer's step, not as a backward pass ends.
         backward_hooks &= not find_zero_pieces(module, found) and engine is None
@@ -380,15 +381,11 @@ class Watch:
             return None
 
     def _warn_once(self, message: str, step: int) -> None:
-        if message in self._warned:
-            return
-        self._warned.add(message)
-        warnings.warn(
+        said = (
             f"histoscope watch of {type(self.model).__name__}: step {step}: {message} "
-            "(not logged; said once)",
-            UnloggedWarning,
-            stacklevel=2,
+            "(not logged; said once)"
         )
+        self._said.warn(message, said, UnloggedWarning, stacklevel=2)
 
 
 def unwrap(model: Any) -> torch.nn.Module:

@@ -41,6 +41,7 @@ from ..errors import DroppedHistogramWarning, HistoscopeWarning, UnwrittenWarnin
 from ._torch import device_type, host_array
 from .device import bin_on_device
 from .histogram import Histogram, SnapshotPool, numpy_weights
+from .said_once import SaidOnce
 from .snapshot import Prepared
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ class Writer:
         self.dropped: collections.Counter[str] = collections.Counter()
         self.unwritten: collections.Counter[type] = collections.Counter()
         self.closed = False
-        self._warned: set[str] = set()
+        self._said = SaidOnce()
         # Free buffers kept for reuse count against memory too: no more than the bound.
         self.pool = SnapshotPool(max_free_bytes=min(1 << 30, max_pending_bytes))
         self._thread = threading.Thread(target=self._work, name=f"histoscope-{name}", daemon=True)
@@ -295,13 +296,9 @@ class Writer:
 
     def warn_once(self, what: str, message: str, kind: str = "") -> None:
         """Warns about ``what`` once per distinct ``kind`` and ``message``."""
-        if kind + message in self._warned:
-            return
-        self._warned.add(kind + message)
         # Plain HistoscopeWarning: what failed is the run's file (a full disk, say), not a value.
-        warnings.warn(
-            f"histoscope run {self.name}: {what}: {message}", HistoscopeWarning, stacklevel=1
-        )
+        said = f"histoscope run {self.name}: {what}: {message}"
+        self._said.warn(kind + message, said, HistoscopeWarning, stacklevel=1)
 
     def _fits(self, size: int) -> bool:
         return self.pending_bytes == 0 or self.pending_bytes + size <= self.max_pending_bytes

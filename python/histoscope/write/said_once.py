@@ -1,0 +1,34 @@
+"""Warnings said once each: a training meets the same problem at every step, and its
+user is told once."""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = ["SaidOnce"]
+
+
+class SaidOnce:
+    """Which warnings were said, by key.
+
+    Example:
+        >>> import warnings
+        >>> said = SaidOnce()
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     for step in range(3):
+        ...         said.warn("fc: NaN", f"step {step}: fc: NaN", UserWarning, stacklevel=1)
+        >>> [str(w.message) for w in caught]
+        ['step 0: fc: NaN']
+    """
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def warn(self, key: str, message: str, category: type[Warning], stacklevel: int) -> None:
+        """Warns ``message`` unless a warning of ``key`` was said before; ``stacklevel``
+        counts from the caller, as `warnings.warn`'s does."""
+        if key in self._said:
+            return
+        self._said.add(key)
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
