@@ -15,10 +15,20 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Request, Route, sync_playwright
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Frame,
+    Page,
+    Request,
+    Route,
+    sync_playwright,
+)
 
 OUTPUT = Path(__file__).parent / "output"
 
@@ -119,6 +129,13 @@ def screenshot() -> Callable[[Page, str], Path]:
     return take
 
 
+def assert_accessible(page: Page | Frame, **options: Any) -> None:
+    """axe-core finds no violation in ``page`` (or one of its frames); ``options``
+    go to ``Axe.run`` (``context=`` to check part of the page)."""
+    results = Axe().run(page, **options)
+    assert results.violations_count == 0, results.generate_report()
+
+
 class Server:
     """`histoscope view` on a copy of a fixture, on a free port, in a subprocess."""
 
@@ -169,6 +186,18 @@ def opened_page(context: BrowserContext, url: str) -> Iterator[Page]:
     yield opened
     context.close()
     assert errors == [], f"the page reported errors: {errors}"
+
+
+@contextlib.contextmanager
+def viewed(
+    browser: Browser, url: str, prepare: Callable[[BrowserContext], object] = lambda _: None
+) -> Iterator[Page]:
+    """`opened_page` at ``url`` of a new context of the viewer's size (1400 x 1000),
+    which ``prepare`` sets up first."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    prepare(context)
+    with opened_page(context, url) as page:
+        yield page
 
 
 def write_thousand_keys(logdir: Path, steps: int = 20) -> None:

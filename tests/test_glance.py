@@ -12,8 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
-from browser import PYTORCH_RUNS, Server, each, opened_page, write_pytorch_style, write_sweep
+from browser import (
+    PYTORCH_RUNS,
+    Server,
+    assert_accessible,
+    each,
+    opened_page,
+    viewed,
+    write_pytorch_style,
+    write_sweep,
+)
 from playwright.sync_api import Browser, Page, expect
 
 from histoscope.view.report import write_report
@@ -77,8 +85,7 @@ def test_the_demo_report_opens_on_findings_the_overview_and_a_card(
         assert panel["y"] + panel["height"] <= SCREEN["height"], panel
         assert first_card.bounding_box()["y"] >= findings["y"] + findings["height"]
         screenshot(page, "report_first_screen", full_page=False)
-        results = Axe().run(page)
-        assert results.violations_count == 0, results.generate_report()
+        assert_accessible(page)
 
 
 def test_every_overview_row_of_the_demo_report_is_labelled(
@@ -191,8 +198,7 @@ def test_long_run_names_and_dotted_keys_read_without_overlaps(
         titles = card.locator("svg.panel .panel-title").all_text_contents()
         assert all(len(t) < 40 for t in titles), titles
         screenshot(page, "pytorch_names", full_page=False)
-        results = Axe().run(page)
-        assert results.violations_count == 0, results.generate_report()
+        assert_accessible(page)
 
 
 @pytest.fixture(scope="module")
@@ -205,8 +211,7 @@ def sweep_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_a_sweep_of_fifty_runs_filters_colours_and_overlays(
     browser: Browser, sweep_server: Server, screenshot
 ) -> None:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    with opened_page(context, sweep_server.url) as page:
+    with viewed(browser, sweep_server.url) as page:
         status = page.locator("#status")
         expect(status).to_contain_text("50 runs (10 shown), 100 histogram keys", timeout=30000)
         # ten distinct colours for the ten runs shown, and their legend
@@ -242,8 +247,7 @@ def test_a_sweep_of_fifty_runs_filters_colours_and_overlays(
         elements = page.evaluate("document.getElementsByTagName('*').length")
         assert elements <= 10_000, elements
         screenshot(page, "sweep_overlay", full_page=False)
-        results = Axe().run(page)
-        assert results.violations_count == 0, results.generate_report()
+        assert_accessible(page)
         page.select_option("#view", "ridgeline")
         expect(card.locator("svg.panel")).to_have_count(20, timeout=30000)
         colours = each(
@@ -282,5 +286,4 @@ def test_keys_past_sixty_rows_are_grouped_by_module_path(browser: Browser, tmp_p
         expect(labels).to_have_count(25 + 16)
         page.keyboard.press("ArrowDown")
         expect(live).to_contain_text("encoder/layers.0.ff1.bias, step 2, standard deviation")
-        results = Axe().run(page)
-        assert results.violations_count == 0, results.generate_report()
+        assert_accessible(page)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from axe_playwright_python.sync_playwright import Axe
+from browser import assert_accessible
 from playwright.sync_api import Page, expect
 
 from histoscope.read.chart import TensorBoardChart
@@ -406,12 +406,10 @@ def test_page_has_no_accessibility_violations(open_page, tmp_path, screenshot):
     for key in ("PageDown", "ArrowRight", "b", "h", "r"):
         page.keyboard.press(key)
     expect(page.locator("#review")).to_be_focused()
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
     screenshot(page, "drifting_chart_all_panels")
     page.emulate_media(color_scheme="dark")
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
     screenshot(page, "drifting_chart_all_panels_dark")
 
 
@@ -463,5 +461,4 @@ def test_fixture_chart_in_the_browser(open_page, tmp_path, screenshot, fixtures)
     page.keyboard.press("b")
     expect(page.locator("#braille")).to_have_text(re.compile("^[\u2800-\u28ff]{30}$"))
     screenshot(page, "tf2_summary_weights_dense_train")
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)

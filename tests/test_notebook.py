@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from axe_playwright_python.sync_playwright import Axe
+from browser import assert_accessible
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 from widget_page import deliver, held, open_widget
 
@@ -133,8 +133,7 @@ def test_the_widget_is_drawn_read_by_keyboard_and_passes_axe(browser: Browser) -
     page.wait_for_function(
         f"() => ({root}.querySelector('.card.mounted .announcement').textContent || '').length > 0"
     )
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
     context.close()
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from axe_playwright_python.sync_playwright import Axe
+from browser import assert_accessible
 from playwright.sync_api import Page, expect
 from report_page import embedded
 
@@ -84,8 +84,7 @@ def test_the_report_orders_and_compares_offline_by_keyboard(report: Path, open_p
     )
     # The report holds no distance step by step: the overview cannot be coloured by it.
     assert page.locator('#overview-stat option[value="distance"]').is_disabled()
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
 
 
 def test_beyond_eight_runs_only_the_first_eight_are_compared(tmp_path: Path) -> None:

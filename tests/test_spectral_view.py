@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from axe_playwright_python.sync_playwright import Axe
-from browser import Server, opened_page
+from browser import Server, assert_accessible, viewed
 from playwright.sync_api import Browser, Page, expect
 
 import histoscope as hs
@@ -50,8 +49,7 @@ def server(logdir: Path) -> Iterator[Server]:
 
 @pytest.fixture
 def page(browser: Browser, server: Server) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    with opened_page(context, server.url) as opened:
+    with viewed(browser, server.url) as opened:
         card = opened.locator(f'article.card[data-tag="{KEY}"]')
         card.scroll_into_view_if_needed()
         expect(card.locator(".spectral svg.spectral-panel")).to_have_count(2, timeout=15000)
@@ -141,8 +139,7 @@ def test_axe_finds_no_violations_on_the_trend(page: Page) -> None:
     card = page.locator(f'article.card[data-tag="{KEY}"]')
     card.locator(".spectral-details > summary").click()
     card.locator('svg.spectral-panel[data-figure="alpha"]').focus()
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
 
 
 def test_the_offline_report_draws_the_same_trend(logdir: Path, tmp_path: Path, open_page) -> None:
@@ -156,5 +153,4 @@ def test_the_offline_report_draws_the_same_trend(logdir: Path, tmp_path: Path, o
     assert alpha.get_attribute("aria-label").startswith(f"α of {KEY} over steps; run base: ")
     card.locator(".spectral-details > summary").click()
     expect(card.locator(".spectral-table tbody tr")).to_have_count(2 * len(STEPS))
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import Server, opened_page
+from browser import Server, viewed
 from conftest import FIXTURE_NAMES
 from playwright.sync_api import Browser, expect
 
@@ -179,8 +179,7 @@ def test_a_card_names_the_run_whose_file_was_removed_and_draws_the_others(
             time.sleep(0.1)
         first = min((logdir / "a").glob("*tfevents*"))
         first.unlink()
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        with opened_page(context, server.url) as page:
+        with viewed(browser, server.url) as page:
             card = page.locator('article.card[data-tag="k0"]')
             said = card.locator(".read-error")
             expect(said).to_have_count(1, timeout=15000)

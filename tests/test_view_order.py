@@ -12,8 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from axe_playwright_python.sync_playwright import Axe
-from browser import Server
+from browser import Server, assert_accessible
 from playwright.sync_api import Browser, Page, expect
 
 import histoscope as hs
@@ -128,8 +127,7 @@ def test_a_compared_run_orders_by_distance_with_a_table_of_links(page: Page) -> 
     expect(page.locator(f'article.card[data-tag="{tag}"] .chart')).to_be_focused()
     card = page.locator(f'article.card[data-tag="{tag}"]')
     expect(card).to_contain_text("changed", timeout=20000)
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
 
 
 def _expected_points(server: Server, tag: str) -> tuple[float, float]:
@@ -162,8 +160,7 @@ def test_compare_mode_draws_each_cards_difference_and_says_it(page: Page, server
     assert abs(float(lost_at.replace("−", "-"))) < (edges[-1] - edges[0]) / 4
     page.locator("#compare-run").select_option("")
     expect(card.locator(".difference-note")).to_have_count(0)
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
 
 
 def test_the_overview_coloured_by_distance_equals_the_comparison(server: Server) -> None:
@@ -196,8 +193,7 @@ def test_the_overview_is_coloured_by_distance_in_compare_mode(page: Page) -> Non
     )
     page.locator("#compare-run").select_option("")
     expect(page.locator("#overview-stat")).to_have_value("std", timeout=20000)
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
 
 
 def test_a_card_being_read_keeps_its_focus_when_the_cards_are_placed_again(page: Page) -> None:

@@ -17,9 +17,16 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from axe_playwright_python.sync_playwright import Axe
-from browser import AUDIO_PROBE, Server, each, opened_page, write_diverged_run, write_thousand_keys
-from playwright.sync_api import Browser, Locator, Page, expect
+from browser import (
+    AUDIO_PROBE,
+    Server,
+    assert_accessible,
+    each,
+    viewed,
+    write_diverged_run,
+    write_thousand_keys,
+)
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 import histoscope
 from histoscope.errors import RequestError
@@ -48,8 +55,7 @@ def server(logdir: Path) -> Iterator[Server]:
 
 @pytest.fixture
 def page(browser: Browser, server: Server) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    with opened_page(context, server.url) as opened:
+    with viewed(browser, server.url) as opened:
         expect(opened.locator("article.card svg.panel path.current")).to_have_count(
             6, timeout=15000
         )
@@ -528,8 +534,7 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     expect(page.locator("#range-to")).to_have_value("10")
     expect(page.locator("svg.panel:has(path.median)").first).to_have_attribute("data-steps", "9 10")
     screenshot(page, "viewer_brush", full_page=False)
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
     # the range is in the URL: a page opened from it has it in its inputs and thumbs
     again = browser.new_page(viewport={"width": 1400, "height": 1000})
     again.goto(page.url)
@@ -547,8 +552,7 @@ def test_axe_finds_no_violations(page: Page, view: str) -> None:
     page.select_option("#view", view)
     page.locator("article.card .chart").first.focus()
     page.keyboard.press("b")
-    results = Axe().run(page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(page)
 
 
 # ---- a real network's worth of keys: 500 params/, 500 grads/ and 3 hidden debug/ keys, 2 runs
@@ -569,12 +573,12 @@ def big_server(thousand: Path) -> Iterator[Server]:
 
 @pytest.fixture
 def big_page(browser: Browser, big_server: Server) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.route(
-        lambda url: not url.startswith(big_server.url), lambda route: route.abort()
-    )  # the page may ask its own server only
-    context.add_init_script(AUDIO_PROBE)
-    with opened_page(context, big_server.url) as opened:
+    def prepare(context: BrowserContext) -> None:
+        # The page may ask its own server only.
+        context.route(lambda url: not url.startswith(big_server.url), lambda route: route.abort())
+        context.add_init_script(AUDIO_PROBE)
+
+    with viewed(browser, big_server.url, prepare) as opened:
         expect(opened.locator("#status")).to_contain_text("1003 histogram keys", timeout=30000)
         expect(opened.locator("#status")).not_to_contain_text("still reading", timeout=30000)
         yield opened
@@ -754,8 +758,7 @@ def test_axe_finds_no_violations_on_a_thousand_keys(big_page: Page) -> None:
         'details.section[data-section="Debugging"] details.hidden-cards summary'
     ).click()
     big_page.locator("article.card svg.panel").first.wait_for()
-    results = Axe().run(big_page)
-    assert results.violations_count == 0, results.generate_report()
+    assert_accessible(big_page)
 
 
 def test_findings_are_listed_announced_once_and_marked_on_their_card(
@@ -845,8 +848,7 @@ def test_reading_notes_are_shown_announced_once_and_pass_axe(
         page.locator("#notes-heading").focus()
         page.keyboard.press("Enter")  # the list opens by keyboard
         expect(notes.first).to_be_visible()
-        results = Axe().run(page)
-        assert results.violations_count == 0, results.generate_report()
+        assert_accessible(page)
         page.close()
     finally:
         running.stop()
