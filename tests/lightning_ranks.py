@@ -58,6 +58,12 @@ def main() -> None:
     )  # fmt: skip
     trainer.fit(Diverging(), data)
     (out / f"rank{trainer.global_rank}.json").write_text(json.dumps(trainer.global_step))
+    # Torn down before the interpreter exits (as in trainer_ranks.py): a process group
+    # left to exit with it can abort a rank ("terminate called without an active
+    # exception") from gloo's threads.
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

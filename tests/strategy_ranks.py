@@ -192,6 +192,12 @@ def main() -> None:
     if trainer.is_global_zero:
         np.savez(out / "expected.npz", **gathered.expected)
         (out / "done.json").write_text(json.dumps({"global_step": trainer.global_step}))
+    # Torn down before the interpreter exits (as in trainer_ranks.py): a process group
+    # left to exit with it can abort a rank ("terminate called without an active
+    # exception") from gloo's threads.
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 def _own_name(name: str) -> str:
