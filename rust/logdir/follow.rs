@@ -4,7 +4,7 @@
 //! records. [`read_segment`] decodes the records from there, at most about
 //! `max_bytes` of them, and says where the next read starts: a record cut off
 //! at the end (still being written) is left for the next read, as the
-//! resumable framing reader returns it without consuming it. [`index_segment`]
+//! resumable framing reader returns it without consuming it. [`Segment::indexed`]
 //! keeps of each step only what a viewer lists (step, wall time, statistics,
 //! TensorBoard's percentiles); [`read_segment`] reads a segment again later for
 //! the buckets of one step, so a viewer need not keep buckets it is not showing.
@@ -111,26 +111,15 @@ impl From<Series> for StepIndex {
 /// A [`Segment`] with each series reduced to its [`StepIndex`].
 pub type SegmentIndex = Segment<StepIndex>;
 
-/// [`read_segment`] of every tag, keeping each step's index and dropping its buckets.
-pub fn index_segment(
-    run: &str,
-    path: &Path,
-    start: u64,
-    max_bytes: u64,
-    plugins: &mut HashMap<String, String>,
-    burst: &mut StepBurst,
-) -> SegmentIndex {
-    let Segment {
-        end,
-        starts,
-        series,
-        report,
-    } = read_segment(run, path, start, max_bytes, plugins, burst, None);
-    SegmentIndex {
-        end,
-        starts,
-        series: series.into_iter().map(StepIndex::from).collect(),
-        report,
+impl Segment {
+    /// The segment with each step's index kept and its buckets dropped.
+    pub fn indexed(self) -> SegmentIndex {
+        SegmentIndex {
+            end: self.end,
+            starts: self.starts,
+            series: self.series.into_iter().map(StepIndex::from).collect(),
+            report: self.report,
+        }
     }
 }
 
@@ -368,14 +357,16 @@ mod tests {
         let bytes = [legacy_event(1), restart(2), legacy_event(2)].concat();
         let path = temp_file("index", &bytes);
         let mut plugins = HashMap::new();
-        let index = index_segment(
+        let index = read_segment(
             "r",
             &path,
             0,
             1 << 20,
             &mut plugins,
             &mut StepBurst::default(),
-        );
+            None,
+        )
+        .indexed();
         let read = segment(&path, 0, 1 << 20, &mut plugins);
         std::fs::remove_file(&path).unwrap();
         let [series] = &index.series[..] else {

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use crate::histograms::series::Series;
 use crate::logdir::bucket_cache::{entry_bytes, ByteLru, SharedBuckets, StepBuckets, StepKey};
-use crate::logdir::follow::{index_segment, read_segment, SegmentIndex, StepIndex};
+use crate::logdir::follow::{read_segment, SegmentIndex, StepIndex};
 use crate::read::shared_tags::StepBurst;
 
 /// One tag's buckets at one step, read again.
@@ -405,7 +405,16 @@ pub fn read(
             };
             (path, start, run.plugins(), run.burst(path))
         };
-        let segment = index_segment(&name, path, start, max_bytes, &mut plugins, &mut burst);
+        let segment = read_segment(
+            &name,
+            path,
+            start,
+            max_bytes,
+            &mut plugins,
+            &mut burst,
+            None,
+        )
+        .indexed();
         let mut run = lock();
         if !run.apply(path, start, segment, plugins, burst) {
             // Only a record still being written is left in this file.
