@@ -135,24 +135,34 @@ class Rank:
 
     def one_logged_step(self, contender: str, repeat: int = 5) -> float:
         """The best time of what a contender adds to a logged step, with nothing else."""
-        import torch.distributed as dist
 
         import histoscope as hs
 
         watch = hs.watch(self.model, log="all", every=10**9)
         self.train_step()  # logs step 0: the watch's group and layout, made once
-        best = float("inf")
-        for i in range(repeat):
-            dist.barrier()
-            start = time.perf_counter()
-            if contender == "histoscope":
-                watch.capture(10**6 + i)
-            else:
-                self.gather_and_log(10**6 + i)
-            best = min(best, time.perf_counter() - start)
+        best = best_capture(watch, self.gather_and_log, contender, repeat)
         watch.remove()
         self.finish_step()
         return best
+
+
+def best_capture(
+    watch: Any, gather_and_log: Callable[[int], None], contender: str, repeat: int
+) -> float:
+    """The best of ``repeat`` captures of the contender's (``watch.capture`` for
+    histoscope, ``gather_and_log`` for the gather), every rank starting together."""
+    import torch.distributed as dist
+
+    best = float("inf")
+    for i in range(repeat):
+        dist.barrier()
+        start = time.perf_counter()
+        if contender == "histoscope":
+            watch.capture(10**6 + i)
+        else:
+            gather_and_log(10**6 + i)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def rank_main(rank: int, init_file: str, out: str, args: argparse.Namespace) -> None:

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_watch_sharded import mlp, run_ranks
+from bench_watch_sharded import best_capture, mlp, run_ranks
 
 WORLD = 2
 
@@ -99,7 +99,6 @@ class Rank:
 
     def logged_step(self, contender: str, repeat: int) -> float:
         """The best time of what a contender adds to a logged step, with nothing else."""
-        import torch.distributed as dist
 
         import histoscope as hs
 
@@ -107,15 +106,7 @@ class Rank:
         self.backward()
         self.engine.step()  # logs this step: the watch's group and layout, made once
         self.backward()
-        best = float("inf")
-        for i in range(repeat):
-            dist.barrier()
-            start = time.perf_counter()
-            if contender == "histoscope":
-                watch.capture(10**6 + i)
-            else:
-                self.gather_and_log(10**6 + i)
-            best = min(best, time.perf_counter() - start)
+        best = best_capture(watch, self.gather_and_log, contender, repeat)
         watch.remove()
         self.engine.step()
         return best
