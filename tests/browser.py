@@ -174,6 +174,18 @@ class Server:
         self.stop()
 
 
+def serving(logdir_fixture: str, scope: str = "function") -> Any:
+    """A fixture: a `Server` of the log directory that fixture ``logdir_fixture``
+    gives, for as long as ``scope`` says."""
+
+    @pytest.fixture(scope=scope)
+    def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+        with Server(request.getfixturevalue(logdir_fixture)) as running:
+            yield running
+
+    return server
+
+
 @contextlib.contextmanager
 def opened_page(context: BrowserContext, url: str) -> Iterator[Page]:
     """A new page of ``context`` at ``url``; the context is closed after, and the test

@@ -57,6 +57,15 @@ def start(world: int, target: Callable[..., None], args: tuple, timeout: float) 
     return codes
 
 
+def ran_in(
+    folder: Path, world: int, target: Callable[..., None], timeout: float, *extra: Any
+) -> tuple[list[int], str]:
+    """`start`s ``target(rank, world, init_file, folder, *extra)``, its init file in
+    ``folder``; returns the exit codes, and the tracebacks the ranks that failed left there."""
+    codes = start(world, target, (str(folder / "init"), str(folder), *extra), timeout)
+    return codes, "\n".join(p.read_text() for p in sorted(folder.glob("rank*.error")))
+
+
 def _guarded(target: Callable[..., None], rank: int, world: int, *args: Any) -> None:
     """Runs one rank, its traceback saved as ``<out>/rank<r>.error`` if it fails."""
     out = Path(args[1])
@@ -98,10 +107,21 @@ def train_watched(
     *,
     dtype: torch.dtype = torch.float32,
     seed: int | None = None,
+    inputs: Callable[[int], torch.Tensor] | None = None,
+    saved_as: Path | None = None,
     **options: Any,
 ) -> None:
-    """Trains ``model`` two steps under ``hs.watch(log="all", every=1)``, saving what
-    ``gather`` gathers after each backward pass on rank 0."""
+    """Trains ``model`` two steps under ``hs.watch(log="all", every=1)`` on ``inputs``
+    (by default each step's `batch` for this rank, or for ``seed``), saving what
+    ``gather`` gathers after each backward pass as ``saved_as`` (by default
+    ``expected.npz``, on rank 0)."""
+
+    def own_batch(step: int) -> torch.Tensor:
+        return batch(step, rank if seed is None else seed, dtype)
+
+    inputs = inputs or own_batch
+    if saved_as is None and rank == 0:
+        saved_as = out / "expected.npz"
     if rank == 0:
         hs.init("p", run_name="r", dir=out)
     watch = hs.watch(model, log="all", every=1, **options)
@@ -111,15 +131,16 @@ def train_watched(
     collectives = []
     for step in range(STEPS):
         calls.clear()
-        model(batch(step, rank if seed is None else seed, dtype)).float().pow(2).mean().backward()
+        model(inputs(step)).float().pow(2).mean().backward()
         collectives.append(len(calls))
         for key, tensor in gather(model).items():
             expected[f"{step}:{key}"] = tensor.detach().double().numpy()
         optimizer.step()
         optimizer.zero_grad()
+    if saved_as is not None:
+        np.savez(saved_as, **expected)
     if rank == 0:
         hs.finish()
-        np.savez(out / "expected.npz", **expected)
         (out / "collectives.json").write_text(json.dumps(collectives))
     watch.remove()
 
@@ -211,29 +232,10 @@ def pipeline_stages(rank: int, out: Path) -> None:
     kept = ("0", "2")[stage]
     model = nn.Sequential(OrderedDict([(kept, mlp().get_submodule(kept))]))
     fully_shard(model, mesh=mesh["dp"])
-    if rank == 0:
-        hs.init("p", run_name="r", dir=out)
-    watch = hs.watch(model, log="all", every=1)
-    calls = _count_collectives(watch)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    expected: dict[str, np.ndarray] = {}
-    collectives = []
-    for step in range(STEPS):
-        calls.clear()
-        # Stage 1's input stands in for what stage 0 would send it.
-        x = batch(step, rank) if stage == 0 else torch.randn(6, 7)
-        model(x).pow(2).mean().backward()
-        collectives.append(len(calls))
-        for key, tensor in dtensors(model).items():
-            expected[f"{step}:{key}"] = tensor.detach().double().numpy()
-        optimizer.step()
-        optimizer.zero_grad()
-    if dp_rank == 0:
-        np.savez(out / f"expected-stage{stage}.npz", **expected)
-    if rank == 0:
-        hs.finish()
-        (out / "collectives.json").write_text(json.dumps(collectives))
-    watch.remove()
+    # Stage 1's input stands in for what stage 0 would send it.
+    inputs = (lambda step: batch(step, rank)) if stage == 0 else (lambda _: torch.randn(6, 7))
+    saved_as = out / f"expected-stage{stage}.npz" if dp_rank == 0 else None
+    train_watched(rank, out, model, dtensors, inputs=inputs, saved_as=saved_as)
 
 
 def partial_and_replicate(rank: int, out: Path) -> None:
@@ -377,8 +379,7 @@ def drilled(target: Callable[..., None], folder: Path, seconds: float, model: st
     the peer missed fails within the watch's timeout, later steps and finish() do not
     wait; both runs read without a warning; and one ShardedWarning per watch of
     `model` names the failed collectives. Returns each fault's run, by tag."""
-    codes = start(2, target, (str(folder / "init"), str(folder)), seconds)
-    errors = "\n".join(p.read_text() for p in sorted(folder.glob("rank*.error")))
+    codes, errors = ran_in(folder, 2, target, seconds)
     assert codes == [0, 3], errors or f"exit codes {codes}"
     said = json.loads((folder / "rank0.json").read_text())
     times, warned = said["times"], said["warnings"]

@@ -224,10 +224,9 @@ def test_under_torch_distributed_rank_zero_decides_and_every_rank_stops_at_once(
     import json
 
     from alert_ranks import NAN_FROM, stop_together
-    from sharded_ranks import start
+    from sharded_ranks import ran_in
 
-    codes = start(2, stop_together, (str(tmp_path / "init"), str(tmp_path)), 300.0)
-    errors = "\n".join(p.read_text() for p in sorted(tmp_path.glob("rank*.error")))
+    codes, errors = ran_in(tmp_path, 2, stop_together, 300.0)
     assert codes == [0, 0], errors or f"exit codes {codes}"
     stops = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert stops[0] is not None and stops[0] == stops[1], stops

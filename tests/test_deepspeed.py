@@ -21,7 +21,7 @@ if importlib.util.find_spec("deepspeed") is None:
     pytest.skip("DeepSpeed is not installed", allow_module_level=True)
 
 from deepspeed_ranks import MATRICES, SETUPS, STEPS, faults, scenarios  # noqa: E402
-from sharded_ranks import drilled, start  # noqa: E402
+from sharded_ranks import drilled, ran_in  # noqa: E402
 from whole_tensors import assert_whole_tensors, by_key, written  # noqa: E402
 
 WORLD = 2
@@ -33,8 +33,7 @@ NAMES = {"0.weight", "0.bias", "2.weight", "2.bias", "3.weight", "3.bias"}
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every scenario's folder, after one run of all of them on two ranks."""
     out = tmp_path_factory.mktemp("deepspeed")
-    codes = start(WORLD, scenarios, (str(out / "init"), str(out), list(SETUPS)), SECONDS)
-    errors = "\n".join(p.read_text() for p in sorted(out.glob("rank*.error")))
+    codes, errors = ran_in(out, WORLD, scenarios, SECONDS, list(SETUPS))
     assert codes == [0] * WORLD, errors or f"exit codes {codes}"
     return out
 

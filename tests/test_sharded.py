@@ -26,8 +26,8 @@ from sharded_ranks import (  # noqa: E402
     STEPS,
     drilled,
     faults,
+    ran_in,
     scenarios,
-    start,
 )
 from whole_tensors import assert_whole_tensors, by_key, written  # noqa: E402
 
@@ -40,8 +40,7 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every scenario's folder, after one run of all of them on four ranks."""
     out = tmp_path_factory.mktemp("sharded")
     names = list(SCENARIOS) + list(CHECKS)
-    codes = start(WORLD, scenarios, (str(out / "init"), str(out), names), SECONDS)
-    errors = "\n".join(p.read_text() for p in sorted(out.glob("rank*.error")))
+    codes, errors = ran_in(out, WORLD, scenarios, SECONDS, names)
     assert codes == [0] * WORLD, errors or f"exit codes {codes}"
     return out
 

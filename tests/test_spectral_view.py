@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import Server, assert_accessible, viewed
+from browser import Server, assert_accessible, serving, viewed
 from playwright.sync_api import Browser, Page, expect
 
 import histoscope as hs
@@ -41,10 +41,7 @@ def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "p"
 
 
-@pytest.fixture(scope="module")
-def server(logdir: Path) -> Iterator[Server]:
-    with Server(logdir) as running:
-        yield running
+server = serving("logdir", scope="module")
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from browser import (
     Server,
     assert_accessible,
     each,
+    serving,
     viewed,
     write_diverged_run,
     write_thousand_keys,
@@ -47,10 +48,7 @@ def logdir(fixtures: Path, tmp_path: Path) -> Path:
     return tmp_path / "logs"
 
 
-@pytest.fixture
-def server(logdir: Path) -> Iterator[Server]:
-    with Server(logdir) as running:
-        yield running
+server = serving("logdir")
 
 
 @pytest.fixture
@@ -565,10 +563,7 @@ def thousand(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "big"
 
 
-@pytest.fixture(scope="module")
-def big_server(thousand: Path) -> Iterator[Server]:
-    with Server(thousand) as running:
-        yield running
+big_server = serving("thousand", scope="module")
 
 
 @pytest.fixture
