@@ -184,8 +184,16 @@ def rank_main(rank: int, init_file: str, out: str, args: argparse.Namespace) -> 
                 rows[contender].append(bench.block(contender, steps, every))
         results[f"every {every}"] = rows
     results["logged step"] = {c: bench.one_logged_step(c) for c in ("histoscope", "gather")}
-    if bench.run is not None:
-        bench.run.finish()
+    leave(bench.run, out, results)
+
+
+def leave(run: Any, out: str, results: dict[str, Any]) -> None:
+    """Rank 0 (the one with a ``run``) finishes it and leaves ``results`` for
+    `run_ranks`' judge; every rank leaves the process group."""
+    import torch.distributed as dist
+
+    if run is not None:
+        run.finish()
         (Path(out) / "results.json").write_text(json.dumps(results))
     dist.destroy_process_group()
 

@@ -25,7 +25,6 @@ temporary folder that is removed at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_watch_sharded import best_capture, mlp, run_ranks
+from bench_watch_sharded import best_capture, leave, mlp, run_ranks
 
 WORLD = 2
 
@@ -127,10 +126,7 @@ def rank_main(rank: int, init_file: str, out: str, args: argparse.Namespace) -> 
     }
     for contender in ("histoscope", "gather"):
         results[contender] = bench.logged_step(contender, args.repeat)
-    if bench.run is not None:
-        bench.run.finish()
-        (Path(out) / "results.json").write_text(json.dumps(results))
-    dist.destroy_process_group()
+    leave(bench.run, out, results)
 
 
 def report(results: dict[str, Any]) -> bool:
