@@ -48,8 +48,7 @@ class RunFiles:
         self._refresh_seconds = refresh_seconds
         self._files: dict[str, list[str]] = {}
         self._listed_at = -np.inf
-        #: Per file, where the next read starts; dropped to read a file from its start.
-        self.offsets: dict[str, int] = {}
+        self._offsets: dict[str, int] = {}
 
     def of(self, run: str) -> list[str]:
         """``run``'s files as last listed, the listing made again if it is old."""
@@ -59,15 +58,25 @@ class RunFiles:
             self._listed_at = time.monotonic()
         return self._files.get(run, [])
 
+    def cut_shorter(self, run: str) -> bool:
+        """Whether one of ``run``'s files is shorter than where its last read ended;
+        if so, every file of the run is read from its start next time."""
+        files = self.of(run)
+        if not any(self._offsets.get(path, 0) > _size(path) for path in files):
+            return False
+        for path in files:
+            self._offsets.pop(path, None)
+        return True
+
     def read_on(self, run: str, read: Callable[[str, int], tuple[int, _Found]]) -> Iterator[_Found]:
         """What ``read(path, offset)`` finds in each of ``run``'s files from where the
         last read ended; it returns the offset to read on from, and what it found."""
         for path in self.of(run):
             try:
-                end, found = read(path, self.offsets.get(path, 0))
+                end, found = read(path, self._offsets.get(path, 0))
             except OSError:  # removed since the listing: the next listing drops it
                 continue
-            self.offsets[path] = end
+            self._offsets[path] = end
             yield found
 
 
@@ -185,3 +194,10 @@ def _signature(files: list[str]) -> _Signature:
         except OSError:
             out.append((path, -1, -1))
     return tuple(out)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 
@@ -80,12 +79,8 @@ class SpectralTrends:
         if now - self._read_at.get(run, -np.inf) < self._refresh_seconds:
             return self._values.get(run, {})
         self._read_at[run] = now
-        offsets = self._files.offsets
-        files = self._files.of(run)
-        if any(offsets.get(path, 0) > _size(path) for path in files):
-            self._values.pop(run, None)  # a file cut shorter: read the run again
-            for path in files:
-                offsets.pop(path, None)
+        if self._files.cut_shorter(run):
+            self._values.pop(run, None)  # read the run again from its files' starts
         held = self._values.setdefault(run, {})
         scalars = self._files.read_on(run, lambda path, at: _core.read_scalars(path, at, PREFIX))
         for points in scalars:
@@ -97,10 +92,3 @@ class SpectralTrends:
                 if math.isfinite(point.value):  # JSON holds no NaN; a gap is drawn instead
                     values[point.step] = point.value
         return held
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
