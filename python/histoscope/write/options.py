@@ -56,6 +56,8 @@ class WatchOptions:
     every rank of ``torch.distributed``, not rank 0 alone. ``spectral`` adds,
     every ``spectral_every`` steps (default: ``every``), the spectrum of each
     kept parameter of two dimensions or more (`histoscope.write.spectrum`).
+    ``optimizer`` names the optimizer whose steps are captured (by default, any
+    optimizer that steps a watched parameter; `histoscope.write.optimizer_steps`).
 
     Sharded parameters (DTensors, FSDP1) are logged whole by rank ``rank`` of
     ``torch.distributed``; every rank takes part, and waits at most
@@ -80,6 +82,7 @@ class WatchOptions:
     spectral_every: int | None = None
     alerts: Alerts | None = None
     stop_on: Sequence[str] | None = None
+    optimizer: Any = None
     _keep: Callable[[str, Any], bool] | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False
     )
@@ -99,6 +102,11 @@ class WatchOptions:
         if self.step is not None and not callable(self.step):
             raise TypeError(f"step must be None or a function returning an int, got {self.step!r}")
         object.__setattr__(self, "_keep", _compile(self.filter))
+        if self.optimizer is not None and not hasattr(self.optimizer, "param_groups"):
+            raise TypeError(
+                "optimizer must be a torch.optim.Optimizer (the one that steps the model), "
+                f"got {type(self.optimizer).__name__}"
+            )
         if self.alerts is not None or self.stop_on is not None:
             AlertPolicy("warn" if self.alerts is None else self.alerts, self.stop_on)
 
@@ -138,6 +146,7 @@ class WatchArguments(TypedDict, total=False):
     spectral_every: int | None
     alerts: Alerts | None
     stop_on: Sequence[str] | None
+    optimizer: Any
 
 
 def _compile(filter: Filter) -> Callable[[str, Any], bool] | None:

@@ -6,16 +6,26 @@ watched tensor is binned together (`_batched.bin_tensors`) before the
 training loop goes on, so what the optimizer does next cannot change what is
 logged, and nothing waits in memory for the writer but the small histograms.
 
-Steps. Without ``step=``, a watch counts the backward passes through the
-model from 0. Backward pass ``k`` is logged at step ``k`` when ``k`` is a
-multiple of ``every``: the gradients as they are when it ends, the
-parameters at that moment (after the backward, before the optimizer's step)
-and the activations of the training forward pass before it. In the usual
-loop, one backward and one optimizer step per batch,
-``run.log({"loss": ...}, step=i)`` with ``i`` counting batches from 0 lands
-on the same steps. With gradient accumulation, or to count from elsewhere,
-pass ``step=`` a function returning your own step (for example
-``lambda: global_step``); a step is then logged at its first backward pass.
+Capture points. Where an optimizer steps the model, gradients are captured as
+it is about to apply them: in torch's optimizer-step pre-hook, after gradient
+accumulation and after a loss scaler's ``unscale_`` (`optimizer_steps`), once
+per optimizer step. The parameters are captured there too (the values the
+backward pass saw) and the activations of the step's first training forward
+pass. A step the loss scaler skips (its gradients overflowed) logs no
+histogram: it is written as the scalars ``amp/skipped_steps`` (how many so
+far) and ``amp/loss_scale``, which is also written at each logged step.
+Until the first optimizer step is seen, a logging step's backward pass is
+binned and held; a model that no optimizer steps (analysis, hand-written
+updates) is found at its next backward pass and captured as each backward
+pass ends, the held ones first.
+
+Steps. Without ``step=``, a watch counts the optimizer steps from 0, skipped
+ones included (the backward passes, where no optimizer steps the model), and
+logs step ``k`` when ``k`` is a multiple of ``every``. In the usual loop, one
+optimizer step per batch, ``run.log({"loss": ...}, step=i)`` with ``i``
+counting batches from 0 lands on the same steps; with gradient accumulation,
+``i`` counting optimizer steps does. ``step=`` a function returning your own
+step (for example ``lambda: global_step``) numbers them instead.
 
 Sharded models. Parameters spread over ranks (DTensors from FSDP2's
 ``fully_shard`` or ``parallelize_module``, FSDP1's flat parameters; see
@@ -49,6 +59,7 @@ from .batched import batch_of, bin_batch
 from .device import Binned
 from .histogram import Histogram
 from .optimizer import OptimizerWatch
+from .optimizer_steps import LOSS_SCALE_KEY, SKIPPED_KEY, StepAttempts, loss_scale
 from .options import WatchOptions
 from .said_once import SaidOnce
 from .sharded import Merge, Wanted
@@ -61,6 +72,21 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = ["NO_SINK", "HistogramSink", "NoSink", "Watch", "unwrap", "writes_here"]
+
+# Attempts with no optimizer step a watch waits through before it takes a model with
+# nonfinite gradients (or a sharded one, whose ranks cannot agree on finiteness without
+# a collective) for one no optimizer steps: longer than a loss scaler's first skips from
+# a scale far too large (2^40 falls to fp16's range in 25).
+_PATIENCE = 64
+
+
+class _Held:
+    """A backward pass's capture binned before it is known whether an optimizer steps
+    the model: logged if none does, dropped if one does."""
+
+    def __init__(self, step: int, binned: tuple[list[str], Any] | None) -> None:
+        self.step = step
+        self.binned = binned
 
 
 class HistogramSink(Protocol):
@@ -138,6 +164,14 @@ class Watch:
         self.model = module
         self.options = options
         self._count = 0
+        self._done = 0
+        self._skipped = 0
+        self._held: list[_Held] = []
+        self._unapplied: list[int] = []
+        self._finite = True
+        self._attempts: StepAttempts | None = None
+        # "optimizer" or "backward" once known; a named optimizer settles it at once.
+        self._capture_at: str | None = None if options.optimizer is None else "optimizer"
         self._last_logged: int | None = None
         self._in_backward = False
         self._activations: dict[str, torch.Tensor] = {}
@@ -183,6 +217,17 @@ class Watch:
         if backward_hooks:
             for p in self._grad_params:
                 self._handles.append(_on_gradient(p, self._gradient_ready))
+        if backward_hooks and self._grad_params:
+            self._attempts = StepAttempts(
+                self._grad_params,
+                self._attempt_step,
+                self._applied,
+                self._unapplied_attempt,
+                optimizer=options.optimizer,
+            )
+            self._handles.append(self._attempts)
+        else:
+            self._capture_at = "backward"
         if backward_hooks and not self._grad_params:
             self._handles.append(module.register_forward_hook(self._frozen_forward_ends))
         if engine is not None:
@@ -211,9 +256,23 @@ class Watch:
 
     @property
     def step(self) -> int:
-        """The step the next capture is logged at: the backward passes so far, or ``step()``."""
+        """The step the next capture is logged at: the optimizer steps so far (the backward
+        passes, where no optimizer steps the model), or ``step()``."""
         step_of = self.options.step
-        return self._count if step_of is None else int(step_of())
+        if step_of is not None:
+            return int(step_of())
+        return self._done if self._capture_at == "optimizer" else self._count
+
+    @property
+    def capture_point(self) -> str | None:
+        """Where gradients are captured: ``"optimizer"`` (as the optimizer is about to apply
+        them), ``"backward"`` (as each backward pass ends), or None until it is known."""
+        return self._capture_at
+
+    @property
+    def skipped_steps(self) -> int:
+        """How many optimizer steps the loss scaler skipped so far."""
+        return self._skipped
 
     @property
     def keys(self) -> list[str]:
@@ -254,6 +313,15 @@ class Watch:
             self._activations = {}
             self._log_spectra(step)
             return
+        binned = self._binned(step)
+        if binned is not None:
+            self._write(step, *binned)
+        if spectra:
+            self._log_spectra(step)
+        self._alerts.at_logged_step()
+
+    def _binned(self, step: int) -> tuple[list[str], _core.BinnedBatch] | None:
+        """Every watched tensor of ``step``, binned together now."""
         keyed: list[tuple[str, torch.Tensor]] = []
         if self._writes:
             keyed += [(f"parameters/{n}", p) for n, p in self._parameters]
@@ -262,13 +330,13 @@ class Watch:
             keyed += [(f"activations/{key}", t) for key, t in self._activations.items()]
         self._activations = {}
         merged = {} if self._merge is None else self._merge.capture(step, self._sharded)
-        self._log(step, keyed, merged)
-        if spectra:
-            self._log_spectra(step)
-        self._alerts.at_logged_step()
+        return self._bin(step, keyed, merged)
 
     def remove(self) -> None:
-        """Takes the hooks off the model; nothing more is logged. Safe to call twice."""
+        """Takes the hooks off the model; nothing more is logged. Safe to call twice.
+        Backward passes held while waiting for an optimizer step are logged first."""
+        if self._capture_at is None and self.active:
+            self._capture_backward()
         for handle in self._handles:
             handle.remove()
         self._handles = []
@@ -297,13 +365,86 @@ class Watch:
         _queue_callback(lambda: _queue_callback(self._backward_ends))
 
     def _backward_ends(self) -> None:
-        """Logs the step that ends (or a DeepSpeed engine's) if it is due, and counts it."""
+        """Logs the step that ends (or a DeepSpeed engine's) if it is due and captured as
+        backward passes end, holds it while that is not known, and counts it."""
         self._in_backward = False
         try:
-            if self.due():
+            if self._capture_at == "backward" and self.due():
                 self.capture()
+            elif self._capture_at is None:
+                self._hold()
         finally:
             self._count += 1
+            if self._attempts is not None:
+                self._attempts.backward_ended()
+
+    def _hold(self) -> None:
+        """A backward pass before any optimizer step: binned if due, and whether its
+        gradients are finite noted (the sign of a step a loss scaler will skip)."""
+        if self._merge is None:
+            self._finite = _all_finite([p.grad for p in self._grad_params if p.grad is not None])
+        step = self.step
+        if self._histograms_due(step):
+            self._last_logged = step
+            activations = self._activations  # kept for the capture at the optimizer's step
+            self._held.append(_Held(step, self._binned(step)))
+            self._activations = activations
+
+    def _attempt_step(self) -> int:
+        step_of = self.options.step
+        return self._done if step_of is None else int(step_of())
+
+    def _applied(self, step: int) -> None:
+        """The optimizer is about to apply this attempt's gradients: they are captured."""
+        if self._capture_at is None:
+            self._capture_at = "optimizer"
+            self._held, self._last_logged = [], None
+            self._record_skips(self._unapplied)
+            self._unapplied = []
+        self._done += 1
+        if self._capture_at != "optimizer" or not self.due(step):
+            return
+        self.capture(step)
+        scale = loss_scale(self._attempts.scaler if self._attempts else None)
+        if scale is not None and self._writes and not self.sink.closed:
+            self.sink.log({LOSS_SCALE_KEY: scale}, step=step)
+
+    def _unapplied_attempt(self, step: int) -> None:
+        """An attempt ended with no optimizer step: skipped by a loss scaler, or a model
+        that no optimizer steps."""
+        self._done += 1
+        if self._capture_at == "optimizer":
+            self._record_skips([step])
+        elif self._capture_at is None:
+            self._unapplied.append(step)
+            no_optimizer = self._merge is None and self._finite
+            if no_optimizer or len(self._unapplied) > _PATIENCE:
+                self._capture_backward()
+
+    def _capture_backward(self) -> None:
+        """No optimizer steps the model: the held backward passes are logged, and each
+        later one as it ends."""
+        self._capture_at = "backward"
+        held, self._held, self._unapplied = self._held, [], []
+        for h in held:
+            if h.binned is not None:
+                self._write(h.step, *h.binned)
+            self._alerts.at_logged_step()
+
+    def _record_skips(self, steps: list[int]) -> None:
+        """Steps the loss scaler skipped: counted, and written with the scale each ran
+        under (each skip halved it, so earlier ones ran under larger scales)."""
+        scaler = self._attempts.scaler if self._attempts else None
+        scale = loss_scale(scaler, skipped=True)
+        backoff = scaler.get_backoff_factor() if scale is not None else 1.0
+        for i, step in enumerate(steps):
+            self._skipped += 1
+            if not self._writes or self.sink.closed:
+                continue
+            scalars = {SKIPPED_KEY: float(self._skipped)}
+            if scale is not None:
+                scalars[LOSS_SCALE_KEY] = scale / backoff ** (len(steps) - 1 - i)
+            self.sink.log(scalars, step=step)
 
     def _before_forward(self, module: Any, _inputs: Any) -> None:
         """Alerts reach the loop at a training forward pass. Inside a graph that
@@ -345,9 +486,11 @@ class Watch:
 
         return hook
 
-    def _log(self, step: int, keyed: list[tuple[str, Any]], merged: dict[str, Binned]) -> None:
+    def _bin(
+        self, step: int, keyed: list[tuple[str, Any]], merged: dict[str, Binned]
+    ) -> tuple[list[str], _core.BinnedBatch] | None:
         if not keyed and not merged:
-            return
+            return None
         keys = [key for key, _ in keyed]
         try:
             batch = bin_batch([t for _, t in keyed], self.options.bins)
@@ -355,11 +498,14 @@ class Watch:
             alone = [(key, self._bin_alone(step, key, tensor)) for key, tensor in keyed]
             keys = [key for key, binned in alone if binned is not None]
             batch = batch_of([binned for _, binned in alone if binned is not None])
+        if merged:
+            keys, batch = keys + list(merged), batch.joined(batch_of(list(merged.values())))
+        return keys, batch
+
+    def _write(self, step: int, keys: list[str], batch: _core.BinnedBatch) -> None:
         if self.sink.closed:
             self.remove()
             return
-        if merged:
-            keys, batch = keys + list(merged), batch.joined(batch_of(list(merged.values())))
         self.sink.log_batch(keys, batch, step=step)
 
     def _log_spectra(self, step: int) -> None:
@@ -477,6 +623,16 @@ def _on_gradient(param: torch.Tensor, hook: Callable[[Any], None]) -> Any:
     if hasattr(param, "register_post_accumulate_grad_hook"):
         return param.register_post_accumulate_grad_hook(hook)
     return param.register_hook(lambda grad: hook(param))
+
+
+def _all_finite(tensors: list[Any]) -> bool:
+    """Whether every value of ``tensors`` is finite: one device sync per device."""
+    import torch
+
+    by_device: dict[Any, list[Any]] = {}
+    for t in tensors:
+        by_device.setdefault(t.device, []).append(torch.isfinite(t).all())
+    return all(bool(torch.stack(flags).all()) for flags in by_device.values())
 
 
 def _queue_callback(callback: Callable[[], None]) -> None:

@@ -1,0 +1,189 @@
+"""Optimizer steps as a watch sees them: each one applied or skipped, and the loss scale.
+
+Loss scaling (``torch.amp.GradScaler``, and the trainers' fp16 modes built on it)
+leaves the gradients multiplied by the loss scale when ``backward()`` ends and
+divides them just before the optimizer's step; gradient accumulation leaves partial
+sums at every ``backward()`` but the last of an optimizer step. What the optimizer
+applies exists only in torch's global optimizer-step pre-hook, once per optimizer
+step, so a watch captures gradients there (`StepAttempts.on_applied`).
+
+An *attempt* is the backward passes that one optimizer step takes: it opens with the
+first backward pass after a step, and ends with the next step of an optimizer that
+holds a watched parameter (applied), or, when the next backward pass finds the
+gradients cleared or changed without such a step, unapplied: a step the scaler
+skipped because its gradients overflowed (`StepAttempts.on_unapplied`). A parameter's
+gradient is cleared (``zero_grad``) or changed in place (``unscale_``) between
+attempts, and left alone between the backward passes of one.
+
+Example:
+    >>> import torch
+    >>> model = torch.nn.Linear(2, 1)
+    >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    >>> seen = []
+    >>> attempts = StepAttempts(list(model.parameters()), lambda: 0,
+    ...                         lambda step: seen.append(("applied", step)),
+    ...                         lambda step: seen.append(("unapplied", step)))
+    >>> for i in range(3):
+    ...     model(torch.ones(1, 2)).sum().backward(); attempts.backward_ended()
+    ...     if i != 1:
+    ...         optimizer.step()
+    ...     optimizer.zero_grad()
+    >>> model(torch.ones(1, 2)).sum().backward(); attempts.remove()
+    >>> seen
+    [('applied', 0), ('unapplied', 1), ('applied', 2)]
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["LOSS_SCALE_KEY", "SKIPPED_KEY", "StepAttempts", "find_scaler", "loss_scale"]
+
+SKIPPED_KEY = "amp/skipped_steps"
+"""The scalar written at each step the loss scaler skipped: how many it skipped so far.
+The core's diagnosis reads a run's skipped steps from it (`rust/diagnose/skipped.rs`)."""
+
+LOSS_SCALE_KEY = "amp/loss_scale"
+"""The scalar of the loss scale the step ran under, at logged and skipped steps."""
+
+# How far up the stack the optimizer-step hook looks for the scaler that called the step:
+# GradScaler.step → (its _maybe_opt_step) → Optimizer.step's wrapper → the hook.
+_SCALER_FRAMES = 8
+
+
+class StepAttempts:
+    """Tells applied optimizer steps from unapplied attempts for one watched model.
+
+    ``on_applied(step)`` runs in the optimizer-step pre-hook of the first optimizer
+    holding one of ``parameters`` to step in an attempt (``optimizer`` alone, when
+    given); ``on_unapplied(step)`` when an attempt is found to have ended with no step.
+    ``step_of()`` numbers the attempt, read as it opens. `backward_ended` is called as
+    each backward pass through the model ends.
+    """
+
+    def __init__(
+        self,
+        parameters: Sequence[Any],
+        step_of: Callable[[], int],
+        on_applied: Callable[[int], None],
+        on_unapplied: Callable[[int], None],
+        *,
+        optimizer: Any = None,
+        sentinel: bool = True,
+    ) -> None:
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        self._ids = frozenset(id(p) for p in parameters)
+        self._step_of = step_of
+        self._on_applied = on_applied
+        self._on_unapplied = on_unapplied
+        self._optimizer = None if optimizer is None else weakref.ref(optimizer)
+        #: An optimizer holding a watched parameter has stepped (or was named).
+        self.seen = optimizer is not None
+        self.scaler: Any = None
+        self.open = False
+        self.attempt_step = 0
+        self._matched: dict[int, tuple[int, bool]] = {}
+        self._mark: tuple[int, int] | None = None
+        self._sentinel = parameters[0] if sentinel and parameters else None
+        self._handles: list[Any] = [register_optimizer_step_pre_hook(self._pre_step)]
+        if self._sentinel is not None:
+            self._handles.append(self._sentinel.register_hook(self._gradient_arrives))
+
+    def backward_ended(self) -> None:
+        """Notes the sentinel's gradient as a backward pass leaves it, so that the next
+        backward pass tells accumulation (untouched) from a new attempt."""
+        grad = None if self._sentinel is None else self._sentinel.grad
+        self._mark = None if grad is None else (id(grad), grad._version)
+        if not self.open:  # the sentinel had no gradient in this pass
+            self._begin()
+
+    def begin(self) -> None:
+        """Opens an attempt (ending the one in progress as unapplied): for the trainers'
+        callbacks, which say when a step is about to be taken instead of a sentinel."""
+        self._begin()
+
+    def end_unapplied(self) -> bool:
+        """Ends the attempt in progress as unapplied if it has gradients no step took
+        (the trainers' callbacks, at the end of a batch that reached a step)."""
+        if not self.open:
+            return False
+        self.open = False
+        self._on_unapplied(self.attempt_step)
+        return True
+
+    def remove(self) -> None:
+        """Takes the hooks off; safe to call twice."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _gradient_arrives(self, grad: Any) -> None:
+        """Runs before each backward pass accumulates into the sentinel's ``.grad``."""
+        current = self._sentinel.grad if self._sentinel is not None else None
+        mark = None if current is None else (id(current), current._version)
+        if self.open and mark is not None and mark == self._mark:
+            return None  # accumulation: the same attempt goes on
+        self._begin()
+        return None
+
+    def _begin(self) -> None:
+        if self.open:
+            self.open = False
+            self._on_unapplied(self.attempt_step)
+        self.open = True
+        self.attempt_step = int(self._step_of())
+
+    def _pre_step(self, optimizer: Any, _args: Any, _kwargs: Any) -> None:
+        if not self._holds(optimizer):
+            return
+        self.seen = True
+        if self.scaler is None:
+            self.scaler = find_scaler()
+        if not self.open:
+            return  # another optimizer of this attempt, or a step with no new gradients
+        self.open = False
+        self._on_applied(int(self._step_of()))
+
+    def _holds(self, optimizer: Any) -> bool:
+        if self._optimizer is not None:
+            return optimizer is self._optimizer()
+        groups = getattr(optimizer, "param_groups", [])
+        # Cached per optimizer, until its groups change (add_param_group).
+        known = self._matched.get(id(optimizer))
+        if known is not None and known[0] == len(groups):
+            return known[1]
+        holds = any(id(p) in self._ids for group in groups for p in group["params"])
+        self._matched[id(optimizer)] = (len(groups), holds)
+        return holds
+
+
+def find_scaler() -> Any:
+    """The ``torch.amp.GradScaler`` whose ``step`` is on the call stack (it is when the
+    optimizer steps under one: a plain loop's ``scaler.step``, accelerate's and
+    Lightning's), or None."""
+    try:
+        from torch.amp import GradScaler
+    except ImportError:  # torch before 2.3
+        from torch.cuda.amp import GradScaler
+    frame = sys._getframe(1)
+    for _ in range(_SCALER_FRAMES):
+        if frame is None:
+            return None
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, GradScaler):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def loss_scale(scaler: Any, *, skipped: bool = False) -> float | None:
+    """The loss scale ``scaler`` ran the last step under: after a skipped step it has
+    already backed off, so the scale it overflowed at is the current one undone."""
+    if scaler is None or not scaler.is_enabled():
+        return None
+    scale = float(scaler.get_scale())
+    return scale / scaler.get_backoff_factor() if skipped else scale
