@@ -23,6 +23,7 @@ mod rules;
 mod runs;
 mod scalars;
 mod series;
+mod skipped;
 mod spectral;
 #[cfg(test)]
 mod tests;
@@ -63,11 +64,13 @@ pub enum Kind {
     Collapsed,
     /// A layer's α outside WeightWatcher's published band: context, always `Info`.
     Spectral,
+    /// Optimizer steps a loss scaler skipped: `Info`, unless it skips every step.
+    Skipped,
 }
 
 impl Kind {
     /// Every kind, in the order the Python API lists them (`KINDS`).
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Vanishing,
         Kind::Exploding,
         Kind::Nonfinite,
@@ -75,6 +78,7 @@ impl Kind {
         Kind::Saturated,
         Kind::Collapsed,
         Kind::Spectral,
+        Kind::Skipped,
     ];
 
     /// The most severe a finding of this kind can be: where a run is surely broken.
@@ -83,7 +87,7 @@ impl Kind {
     /// more) does not stop a run that clips its gradients.
     pub fn worst(self) -> Severity {
         match self {
-            Kind::Nonfinite | Kind::Exploding | Kind::Collapsed => Severity::Error,
+            Kind::Nonfinite | Kind::Exploding | Kind::Collapsed | Kind::Skipped => Severity::Error,
             Kind::Vanishing | Kind::Dead | Kind::Saturated => Severity::Warning,
             // Context, never a verdict (`spectral`): nothing to stop a trainer for.
             Kind::Spectral => Severity::Info,
@@ -99,6 +103,7 @@ impl Kind {
             Kind::Saturated => "saturated",
             Kind::Collapsed => "collapsed",
             Kind::Spectral => "spectral",
+            Kind::Skipped => "skipped",
         }
     }
 }
@@ -161,7 +166,7 @@ pub struct Finding {
 #[derive(Debug, Error, PartialEq)]
 pub enum DiagnoseError {
     #[error(
-        "unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed, spectral"
+        "unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed, spectral, skipped"
     )]
     UnknownKind(String),
     #[error("roles[{key:?}]: {problem}")]
@@ -286,11 +291,19 @@ pub fn diagnose_profiled(
                 .as_ref()
                 .map(|(tag, step)| (tag.as_str(), *step)),
             optimizer: summary.optimizer,
+            skips_recorded: summary.skips_recorded,
+            skipped_tail: summary.skipped_tail,
         };
         rules::findings(&context)
     });
     let scalars = evidence.iter().flat_map(|(run, evidence)| {
-        evidence.scalars.iter().filter_map(|s| {
+        let last_step = runs
+            .get(run.as_str())
+            .map_or(evidence.last_step().unwrap_or(i64::MIN), |r| r.last_step);
+        evidence.scalars.iter().filter_map(move |s| {
+            if s.tag == skipped::SKIPPED_TAG {
+                return skipped::skipped_steps(run, s, last_step);
+            }
             let role = options.role(&s.tag);
             scalars::nonfinite_scalar(run, s, role).or_else(|| spectral::alpha_band(run, s, role))
         })

@@ -12,6 +12,7 @@ use super::gradients::vanishing;
 use super::loss_curve::LossCurve;
 use super::optimizer::OptimizerKind;
 use super::scalars::LossEvidence;
+use super::skipped;
 use super::{Finding, Kind, Role, Severity};
 use crate::histograms::profile::StepProfile;
 
@@ -52,6 +53,10 @@ pub(super) struct Context<'a> {
     pub nonfinite_scalar: Option<(&'a str, i64)>,
     /// How the run's optimizer steps, where known.
     pub optimizer: Option<OptimizerKind>,
+    /// The run records the steps its loss scaler skipped.
+    pub skips_recorded: bool,
+    /// The first and last of the skipped steps that end that record one after the other.
+    pub skipped_tail: Option<(i64, i64)>,
 }
 
 impl Context<'_> {
@@ -151,6 +156,14 @@ fn nonfinite(cx: &Context<'_>) -> Option<Finding> {
         .filter(|&i| cx.profiles[i].nonfinite)
         .collect();
     if let (Some(&first), Some(&last)) = (bad.first(), bad.last()) {
+        // Gradients finite again after their NaNs were not applied: a loss scaler's skips.
+        if cx.role == Role::Gradient && last + 1 < cx.profiles.len() {
+            if cx.skips_recorded {
+                return None; // the run's own record of its skipped steps speaks for them
+            }
+            let steps: Vec<i64> = bad.iter().map(|&i| cx.steps[i]).collect();
+            return skipped::recovered(cx.run, cx.key, cx.role, &steps);
+        }
         let values: f64 = bad.iter().map(|&i| cx.profiles[i].nonfinite_count).sum();
         let counted = if values > 0.0 {
             format!(" ({values} values)")
@@ -185,6 +198,12 @@ fn stopped(cx: &Context<'_>) -> Option<Finding> {
     let last = cx.steps.len().checked_sub(1)?;
     let end = cx.steps[last];
     let gap = cx.run_last_step.checked_sub(end)?;
+    // Every step after it was skipped by the loss scaler: `skipped` says so.
+    if let Some((from, to)) = cx.skipped_tail {
+        if from > end && to >= cx.run_last_step {
+            return None;
+        }
+    }
     let interval = super::runs::logging_interval(cx.steps).or(cx.run_interval);
     let nan_after = cx.nonfinite_scalar.filter(|&(_, step)| step >= end);
     if !stopped_by(gap, interval, nan_after.is_some()) {

@@ -8,6 +8,7 @@ use super::optimizer::OptimizerKind;
 use super::roles::{layer_kind, tensor_name, LayerKind};
 use super::rules::median;
 use super::scalars::{run_loss_evidence, LossEvidence};
+use super::skipped::{self, SKIPPED_TAG};
 use super::{Evidence, Options, Role, SeriesKey};
 use crate::histograms::profile::StepProfile;
 use crate::logdir::evidence::RunEvidence;
@@ -27,6 +28,10 @@ pub(super) struct RunSummary {
     pub nonfinite_scalar: Option<(String, i64)>,
     /// How the run's optimizer steps, where `watch` noted it and its kind is known.
     pub optimizer: Option<OptimizerKind>,
+    /// The run records the steps its loss scaler skipped (`skipped::SKIPPED_TAG`).
+    pub skips_recorded: bool,
+    /// The first and last of the skipped steps that end the record one after the other.
+    pub skipped_tail: Option<(i64, i64)>,
     /// For each kind of layer and step, the two largest gradient scales of that kind, with the series' index.
     gradient_top: HashMap<LayerKind, BTreeMap<i64, [(usize, f64); 2]>>,
     /// The run's gradient series by key.
@@ -55,6 +60,12 @@ impl RunSummary {
             loss_curve: LossCurve::main(scalars),
             nonfinite_scalar,
             optimizer: OptimizerKind::of(&evidence.optimizer),
+            skips_recorded: evidence.scalars.iter().any(|s| s.tag == SKIPPED_TAG),
+            skipped_tail: evidence
+                .scalars
+                .iter()
+                .find(|s| s.tag == SKIPPED_TAG)
+                .and_then(skipped::tail),
             gradient_top: HashMap::new(),
             gradients: HashMap::new(),
             parameters: HashMap::new(),

@@ -198,7 +198,8 @@ fn the_vocabularies_keep_the_python_apis_order() {
             "dead",
             "saturated",
             "collapsed",
-            "spectral"
+            "spectral",
+            "skipped"
         ]
     );
     assert!(kinds.iter().all(|k| k.parse::<Kind>().is_ok()));

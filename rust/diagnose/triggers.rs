@@ -25,6 +25,7 @@ use super::roles::{layer_kind, tensor_name, LayerKind};
 use super::rules::{median, stopped_by};
 use super::runs::{other_than, rank, stood_still, weight_keys_of_bias, UNRANKED};
 use super::scalars::{nonfinite_severity, strongest, LossEvidence, LossFold};
+use super::skipped::{self, SKIPPED_TAG};
 use super::spectral::{is_alpha, outside};
 use super::verdicts::{Early, Verdicts};
 use super::{Kind, Options, Role, Severity};
@@ -133,8 +134,9 @@ impl Triggers {
             let predicted = watch.predict(&context);
             urgent |= raise(announced, kinds, tag, &predicted, &mut watch.forced);
         }
+        let run_last_step = context.last_step;
         for (tag, watch) in &mut self.scalars {
-            let predicted = watch.predict();
+            let predicted = watch.predict(run_last_step);
             urgent |= raise(announced, kinds, tag, &predicted, &mut watch.forced);
         }
         urgent
@@ -297,6 +299,8 @@ pub(super) struct Context<'a> {
     pub curve: Option<&'a LossCurve>,
     /// The first step a scalar of the run turned NaN or infinite.
     nonfinite_scalar: Option<i64>,
+    /// The run records the steps its loss scaler skipped.
+    skips_recorded: bool,
 }
 
 impl<'a> Context<'a> {
@@ -322,6 +326,7 @@ impl<'a> Context<'a> {
             loss: strongest(loss_watches.clone().filter_map(|w| w.loss.evidence(&w.tag))),
             curve: LossCurve::longest(loss_watches.filter_map(|w| w.curve.as_ref())),
             nonfinite_scalar: scalars.values().filter_map(|w| w.nonfinite_step).min(),
+            skips_recorded: scalars.contains_key(SKIPPED_TAG),
         }
     }
 
@@ -473,12 +478,14 @@ impl Watch {
             Some((_, verdicts)) => verdicts,
             None => &mut self.verdicts,
         };
-        let nonfinite = if verdicts.nonfinite {
-            Some(Severity::Error)
-        } else {
-            stopped.then_some(Severity::Warning)
-        };
         let of = |kind, severity: Option<Severity>| severity.map(|s| (kind, s));
+        // As `rules::nonfinite`: a gradient finite again after its NaNs was skipped.
+        let skipped = verdicts.nonfinite && !verdicts.last_nonfinite && role == Role::Gradient;
+        let nonfinite = match (verdicts.nonfinite, skipped) {
+            (_, true) => (!context.skips_recorded).then_some((Kind::Skipped, Severity::Info)),
+            (true, false) => of(Kind::Nonfinite, Some(Severity::Error)),
+            (false, _) => of(Kind::Nonfinite, stopped.then_some(Severity::Warning)),
+        };
         let activation = role == Role::Activation;
         let dead = activation && verdicts.dead.holds();
         let saturated = activation && verdicts.saturated.holds();
@@ -489,7 +496,7 @@ impl Watch {
             None
         };
         [
-            of(Kind::Nonfinite, nonfinite),
+            nonfinite,
             of(
                 Kind::Exploding,
                 wait.and_then(|wait| verdicts.exploding(context, wait)),
@@ -510,6 +517,9 @@ struct ScalarWatch {
     folded: usize,
     nonfinite_step: Option<i64>,
     last: f64,
+    /// The last step, and how many steps end the series one after the other.
+    last_step: Option<i64>,
+    streak: usize,
     loss: LossFold,
     curve: Option<LossCurve>,
     forced: Raised,
@@ -523,6 +533,8 @@ impl ScalarWatch {
             folded: 0,
             nonfinite_step: None,
             last: f64::NAN,
+            last_step: None,
+            streak: 0,
             loss: LossFold::default(),
             curve: (role == Role::Loss).then(|| LossCurve::new(tag)),
             forced: Raised::default(),
@@ -534,6 +546,12 @@ impl ScalarWatch {
             self.nonfinite_step.get_or_insert(step);
         }
         self.last = value;
+        self.streak = if self.last_step == Some(step - 1) {
+            self.streak + 1
+        } else {
+            1
+        };
+        self.last_step = Some(step);
         self.loss.push(step, value);
         if let Some(curve) = &mut self.curve {
             curve.push(step, value);
@@ -541,7 +559,7 @@ impl ScalarWatch {
         self.folded += 1;
     }
 
-    fn predict(&self) -> [Option<(Kind, Severity)>; 2] {
+    fn predict(&self, run_last_step: i64) -> [Option<(Kind, Severity)>; 3] {
         let nonfinite = (self.role != Role::Spectrum && self.nonfinite_step.is_some()).then(|| {
             (
                 Kind::Nonfinite,
@@ -550,6 +568,15 @@ impl ScalarWatch {
         });
         let spectral = (is_alpha(&self.tag, self.role) && outside(self.last))
             .then_some((Kind::Spectral, Severity::Info));
-        [nonfinite, spectral]
+        let skipped = self
+            .last_step
+            .filter(|_| self.tag == SKIPPED_TAG)
+            .map(|last| {
+                (
+                    Kind::Skipped,
+                    skipped::severity(self.streak, last, run_last_step),
+                )
+            });
+        [nonfinite, spectral, skipped]
     }
 }

@@ -24,6 +24,8 @@ pub(super) struct Early {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Verdicts {
     pub nonfinite: bool,
+    /// The last step pushed was NaN or infinite (one before it was not applied if not).
+    pub last_nonfinite: bool,
     valued: usize,
     nonzero: bool,
     /// The first `EARLY_STEPS` valued steps: until there are that many, the start moves,
@@ -43,6 +45,7 @@ pub(super) struct Verdicts {
 impl Verdicts {
     pub fn push(&mut self, role: Role, p: &StepProfile, step: Early, weight: Option<f64>) {
         self.nonfinite |= p.nonfinite;
+        self.last_nonfinite = p.nonfinite;
         if !p.has_values() {
             return;
         }
