@@ -38,6 +38,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 __all__ = ["LOSS_SCALE_KEY", "SKIPPED_KEY", "StepAttempts", "find_scaler", "loss_scale"]
@@ -106,6 +107,13 @@ class StepAttempts:
         callbacks, which say when a step is about to be taken instead of a sentinel."""
         self._begin()
 
+    @property
+    def changed_since_backward(self) -> bool:
+        """Whether the gradients were changed in place since the last backward pass ended
+        (clipped, or unscaled by a loss scaler): read in the optimizer-step hook."""
+        grad = None if self._sentinel is None else self._sentinel.grad
+        return grad is not None and (id(grad), grad._version) != self._mark
+
     def end_unapplied(self) -> bool:
         """Ends the attempt in progress as unapplied if it has gradients no step took
         (the trainers' callbacks, at the end of a batch that reached a step)."""
@@ -168,8 +176,8 @@ def find_scaler() -> Any:
     try:
         from torch.amp import GradScaler
     except ImportError:  # torch before 2.3
-        from torch.cuda.amp import GradScaler
-    frame = sys._getframe(1)
+        from torch.cuda.amp import GradScaler  # type: ignore[assignment]
+    frame: FrameType | None = sys._getframe(1)
     for _ in range(_SCALER_FRAMES):
         if frame is None:
             return None

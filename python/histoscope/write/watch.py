@@ -169,6 +169,10 @@ class Watch:
         self._held: list[_Held] = []
         self._unapplied: list[int] = []
         self._finite = True
+        # A loop that clips in place before the step, with no loss scaler to unscale:
+        # due steps are binned as each backward pass ends, the last one kept for the step.
+        self._bin_at_backward = False
+        self._pending: tuple[int, tuple[list[str], Any] | None] | None = None
         self._attempts: StepAttempts | None = None
         # "optimizer" or "backward" once known; a named optimizer settles it at once.
         self._capture_at: str | None = None if options.optimizer is None else "optimizer"
@@ -217,7 +221,9 @@ class Watch:
         if backward_hooks:
             for p in self._grad_params:
                 self._handles.append(_on_gradient(p, self._gradient_ready))
-        if backward_hooks and self._grad_params:
+        # Sharded models keep the capture at backward(): their ranks would have to agree
+        # on each attempt's fate before the collectives of a held capture.
+        if backward_hooks and self._grad_params and self._merge is None:
             self._attempts = StepAttempts(
                 self._grad_params,
                 self._attempt_step,
@@ -373,6 +379,10 @@ class Watch:
                 self.capture()
             elif self._capture_at is None:
                 self._hold()
+            elif self._bin_at_backward and self._histograms_due(self.step):
+                activations = self._activations
+                self._pending = (self.step, self._binned(self.step))
+                self._activations = activations
         finally:
             self._count += 1
             if self._attempts is not None:
@@ -395,16 +405,34 @@ class Watch:
         return self._done if step_of is None else int(step_of())
 
     def _applied(self, step: int) -> None:
-        """The optimizer is about to apply this attempt's gradients: they are captured."""
+        """The optimizer is about to apply this attempt's gradients: they are captured, as
+        the last backward pass left them where the loop clipped them since (no scaler)."""
+        attempts = self._attempts
+        clipped = attempts is not None and attempts.scaler is None
+        clipped = clipped and attempts is not None and attempts.changed_since_backward
+        pending = self._pending
         if self._capture_at is None:
             self._capture_at = "optimizer"
+            if self._held and self._held[-1].step == self._count - 1:  # the last pass
+                pending = (step, self._held[-1].binned)
             self._held, self._last_logged = [], None
             self._record_skips(self._unapplied)
             self._unapplied = []
+        self._bin_at_backward |= clipped
+        self._pending = None
         self._done += 1
         if self._capture_at != "optimizer" or not self.due(step):
             return
-        self.capture(step)
+        # With no loss scaler, what the last backward pass left is what is wanted: the
+        # same values, or those before the loop clipped them.
+        unscaled = attempts is not None and attempts.scaler is None
+        if unscaled and pending is not None and pending[1] is not None:
+            self._last_logged = step
+            self._activations = {}
+            self._write(step, *pending[1])
+            self._alerts.at_logged_step()
+        else:
+            self.capture(step)
         scale = loss_scale(self._attempts.scaler if self._attempts else None)
         if scale is not None and self._writes and not self.sink.closed:
             self.sink.log({LOSS_SCALE_KEY: scale}, step=step)
@@ -436,15 +464,17 @@ class Watch:
         under (each skip halved it, so earlier ones ran under larger scales)."""
         scaler = self._attempts.scaler if self._attempts else None
         scale = loss_scale(scaler, skipped=True)
-        backoff = scaler.get_backoff_factor() if scale is not None else 1.0
+        backoff = scaler.get_backoff_factor() if scaler is not None and scale is not None else 1.0
         for i, step in enumerate(steps):
             self._skipped += 1
-            if not self._writes or self.sink.closed:
-                continue
-            scalars = {SKIPPED_KEY: float(self._skipped)}
-            if scale is not None:
-                scalars[LOSS_SCALE_KEY] = scale / backoff ** (len(steps) - 1 - i)
-            self.sink.log(scalars, step=step)
+            if self._writes and not self.sink.closed:
+                scalars = {SKIPPED_KEY: float(self._skipped)}
+                if scale is not None:
+                    scalars[LOSS_SCALE_KEY] = scale / backoff ** (len(steps) - 1 - i)
+                self.sink.log(scalars, step=step)
+            # Judged before the next step runs (alerts="raise"), as a logged step is; every
+            # rank skips the same steps, so those agreeing on a stop take part together.
+            self._alerts.at_logged_step()
 
     def _before_forward(self, module: Any, _inputs: Any) -> None:
         """Alerts reach the loop at a training forward pass. Inside a graph that
