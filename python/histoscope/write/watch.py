@@ -17,7 +17,9 @@ far) and ``amp/loss_scale``, which is also written at each logged step.
 Until the first optimizer step is seen, a logging step's backward pass is
 binned and held; a model that no optimizer steps (analysis, hand-written
 updates) is found at its next backward pass and captured as each backward
-pass ends, the held ones first.
+pass ends, the held ones first. A loop that clips the gradients in place before
+the step (with no loss scaler) logs them as the last backward pass left them.
+Sharded models keep the capture as each backward pass ends.
 
 Steps. Without ``step=``, a watch counts the optimizer steps from 0, skipped
 ones included (the backward passes, where no optimizer steps the model), and
