@@ -20,7 +20,7 @@ Example:
     >>> model = torch.nn.Linear(2, 1)
     >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     >>> seen = []
-    >>> attempts = StepAttempts(list(model.parameters()), lambda: 0,
+    >>> attempts = StepAttempts(list(model.parameters()), lambda: len(seen),
     ...                         lambda step: seen.append(("applied", step)),
     ...                         lambda step: seen.append(("unapplied", step)))
     >>> for i in range(3):

@@ -14,12 +14,10 @@ backward pass saw) and the activations of the step's first training forward
 pass. A step the loss scaler skips (its gradients overflowed) logs no
 histogram: it is written as the scalars ``amp/skipped_steps`` (how many so
 far) and ``amp/loss_scale``, which is also written at each logged step.
-Until the first optimizer step is seen, a logging step's backward pass is
-binned and held; a model that no optimizer steps (analysis, hand-written
-updates) is found at its next backward pass and captured as each backward
-pass ends, the held ones first. A loop that clips the gradients in place before
-the step (with no loss scaler) logs them as the last backward pass left them.
-Sharded models keep the capture as each backward pass ends.
+Until the first optimizer step, due backward passes are held (`step_capture`):
+a model no optimizer steps (hand-written updates) is captured as each backward
+pass ends, as are sharded ones. A loop that clips in place with no loss scaler
+logs the gradients as the last backward pass left them.
 
 Steps. Without ``step=``, a watch counts the optimizer steps from 0, skipped
 ones included (the backward passes, where no optimizer steps the model), and
@@ -52,21 +50,24 @@ cause at every step.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import _core
 from ..errors import ShardedWarning, UnloggedWarning
+from .autograd_hooks import on_gradient, outside_compiled_graphs, queue_callback, tensors_of
 from .batched import batch_of, bin_batch
 from .device import Binned
 from .histogram import Histogram
 from .optimizer import OptimizerWatch
-from .optimizer_steps import LOSS_SCALE_KEY, SKIPPED_KEY, StepAttempts, loss_scale
+from .optimizer_steps import StepAttempts
 from .options import WatchOptions
 from .said_once import SaidOnce
 from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
+from .sinks import NO_SINK, HistogramSink, NoSink
 from .spectrum import SpectralCapture
+from .step_capture import Held, applied, attempt_step, capture_backward, hold, unapplied_attempt
 from .watch_alerts import WatchAlerts
 from .zero import BeforeEngineStep, engine_stepping, find_zero_pieces, inner_module
 
@@ -75,71 +76,13 @@ if TYPE_CHECKING:
 
 __all__ = ["NO_SINK", "HistogramSink", "NoSink", "Watch", "unwrap", "writes_here"]
 
-# Attempts with no optimizer step a watch waits through before it takes a model with
-# nonfinite gradients (or a sharded one, whose ranks cannot agree on finiteness without
-# a collective) for one no optimizer steps: longer than a loss scaler's first skips from
-# a scale far too large (2^40 falls to fp16's range in 25).
-_PATIENCE = 64
-
-
-class _Held:
-    """A backward pass's capture binned before it is known whether an optimizer steps
-    the model: logged if none does, dropped if one does."""
-
-    def __init__(self, step: int, binned: tuple[list[str], Any] | None) -> None:
-        self.step = step
-        self.binned = binned
-
-
-class HistogramSink(Protocol):
-    """Where a watch writes: a `Run`, or anything with its ``log`` and ``closed``."""
-
-    @property
-    def closed(self) -> bool:
-        """True once nothing more can be written; the watch then takes its hooks off."""
-        ...
-
-    def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
-        """Writes ``data`` (key -> `Histogram`) at ``step``."""
-        ...
-
-    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
-        """Writes ``batch``'s histograms under ``keys`` at ``step``, as the core binned them."""
-        ...
-
-
-class NoSink:
-    """A `HistogramSink` that keeps nothing: for the ranks of a sharded watch that only take
-    part in its collectives (`histoscope.watch` on a rank that writes nothing, without a run).
-
-    Example:
-        >>> NO_SINK.log({"ignored": 1.0}, step=0); NO_SINK.closed
-        False
-    """
-
-    closed = False
-
-    def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
-        """Keeps nothing."""
-
-    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
-        """Keeps nothing."""
-
-
-NO_SINK = NoSink()
-
 
 class Watch:
     """What `Run.watch` returns: the hooks on one model, until `remove` (or `Run.unwatch`).
 
-    Steps: without ``step=``, backward pass ``k`` through the model (from 0)
-    is step ``k``, logged when ``k % every == 0``: the gradients as it
-    leaves them, the parameters at that moment (before the optimizer's
-    step), the activations of the forward pass before it. With one backward
-    pass and one optimizer step per batch, ``run.log(..., step=i)`` with
-    ``i`` counting batches from 0 lands on the same steps. ``step=lambda:
-    global_step`` uses your own counter instead (a step is then logged at its
-    first backward pass).
+    Steps: without ``step=``, optimizer step ``k`` (from 0, skipped ones included; the
+    backward passes where no optimizer steps the model) is logged when ``k % every ==
+    0``, as the module's doc says; ``step=lambda: global_step`` numbers them instead.
 
     Example:
         >>> import torch, histoscope as hs
@@ -168,7 +111,7 @@ class Watch:
         self._count = 0
         self._done = 0
         self._skipped = 0
-        self._held: list[_Held] = []
+        self._held: list[Held] = []
         self._unapplied: list[int] = []
         self._finite = True
         # A loop that clips in place before the step, with no loss scaler to unscale:
@@ -179,6 +122,7 @@ class Watch:
         # "optimizer" or "backward" once known; a named optimizer settles it at once.
         self._capture_at: str | None = None if options.optimizer is None else "optimizer"
         self._last_logged: int | None = None
+        self._spectra_step: int | None = None
         self._in_backward = False
         self._activations: dict[str, torch.Tensor] = {}
         self._activations_step: int | None = None
@@ -222,15 +166,15 @@ class Watch:
             return
         if backward_hooks:
             for p in self._grad_params:
-                self._handles.append(_on_gradient(p, self._gradient_ready))
+                self._handles.append(on_gradient(p, self._gradient_ready))
         # Sharded models keep the capture at backward(): their ranks would have to agree
         # on each attempt's fate before the collectives of a held capture.
         if backward_hooks and self._grad_params and self._merge is None:
             self._attempts = StepAttempts(
                 self._grad_params,
-                self._attempt_step,
-                self._applied,
-                self._unapplied_attempt,
+                lambda: attempt_step(self),
+                lambda step: applied(self, step),
+                lambda step: unapplied_attempt(self, step),
                 optimizer=options.optimizer,
             )
             self._handles.append(self._attempts)
@@ -243,7 +187,7 @@ class Watch:
         if options.activations and self._writes:
             for name, leaf in module.named_modules():
                 if name and not any(True for _ in leaf.children()):
-                    hook = _outside_compiled_graphs(self._activation_hook(original_name(name)))
+                    hook = outside_compiled_graphs(self._activation_hook(original_name(name)))
                     self._handles.append(leaf.register_forward_hook(hook))
         if self._alerts.agreed or hasattr(sink, "check_alerts"):
             self._handles.append(module.register_forward_pre_hook(self._before_forward))
@@ -344,7 +288,7 @@ class Watch:
         """Takes the hooks off the model; nothing more is logged. Safe to call twice.
         Backward passes held while waiting for an optimizer step are logged first."""
         if self._capture_at is None and self.active:
-            self._capture_backward()
+            capture_backward(self)
         for handle in self._handles:
             handle.remove()
         self._handles = []
@@ -370,7 +314,7 @@ class Watch:
         self._in_backward = True
         # Queued twice so that it runs after the callbacks queued before it
         # (DistributedDataParallel's gradient averaging among them).
-        _queue_callback(lambda: _queue_callback(self._backward_ends))
+        queue_callback(lambda: queue_callback(self._backward_ends))
 
     def _backward_ends(self) -> None:
         """Logs the step that ends (or a DeepSpeed engine's) if it is due and captured as
@@ -380,7 +324,7 @@ class Watch:
             if self._capture_at == "backward" and self.due():
                 self.capture()
             elif self._capture_at is None:
-                self._hold()
+                hold(self)
             elif self._bin_at_backward and self._histograms_due(self.step):
                 activations = self._activations
                 self._pending = (self.step, self._binned(self.step))
@@ -389,94 +333,6 @@ class Watch:
             self._count += 1
             if self._attempts is not None:
                 self._attempts.backward_ended()
-
-    def _hold(self) -> None:
-        """A backward pass before any optimizer step: binned if due, and whether its
-        gradients are finite noted (the sign of a step a loss scaler will skip)."""
-        if self._merge is None:
-            self._finite = _all_finite([p.grad for p in self._grad_params if p.grad is not None])
-        step = self.step
-        if self._histograms_due(step):
-            self._last_logged = step
-            activations = self._activations  # kept for the capture at the optimizer's step
-            self._held.append(_Held(step, self._binned(step)))
-            self._activations = activations
-
-    def _attempt_step(self) -> int:
-        step_of = self.options.step
-        return self._done if step_of is None else int(step_of())
-
-    def _applied(self, step: int) -> None:
-        """The optimizer is about to apply this attempt's gradients: they are captured, as
-        the last backward pass left them where the loop clipped them since (no scaler)."""
-        attempts = self._attempts
-        clipped = attempts is not None and attempts.scaler is None
-        clipped = clipped and attempts is not None and attempts.changed_since_backward
-        pending = self._pending
-        if self._capture_at is None:
-            self._capture_at = "optimizer"
-            if self._held and self._held[-1].step == self._count - 1:  # the last pass
-                pending = (step, self._held[-1].binned)
-            self._held, self._last_logged = [], None
-            self._record_skips(self._unapplied)
-            self._unapplied = []
-        self._bin_at_backward |= clipped
-        self._pending = None
-        self._done += 1
-        if self._capture_at != "optimizer" or not self.due(step):
-            return
-        # With no loss scaler, what the last backward pass left is what is wanted: the
-        # same values, or those before the loop clipped them.
-        unscaled = attempts is not None and attempts.scaler is None
-        if unscaled and pending is not None and pending[1] is not None:
-            self._last_logged = step
-            self._activations = {}
-            self._write(step, *pending[1])
-            self._alerts.at_logged_step()
-        else:
-            self.capture(step)
-        scale = loss_scale(self._attempts.scaler if self._attempts else None)
-        if scale is not None and self._writes and not self.sink.closed:
-            self.sink.log({LOSS_SCALE_KEY: scale}, step=step)
-
-    def _unapplied_attempt(self, step: int) -> None:
-        """An attempt ended with no optimizer step: skipped by a loss scaler, or a model
-        that no optimizer steps."""
-        self._done += 1
-        if self._capture_at == "optimizer":
-            self._record_skips([step])
-        elif self._capture_at is None:
-            self._unapplied.append(step)
-            no_optimizer = self._merge is None and self._finite
-            if no_optimizer or len(self._unapplied) > _PATIENCE:
-                self._capture_backward()
-
-    def _capture_backward(self) -> None:
-        """No optimizer steps the model: the held backward passes are logged, and each
-        later one as it ends."""
-        self._capture_at = "backward"
-        held, self._held, self._unapplied = self._held, [], []
-        for h in held:
-            if h.binned is not None:
-                self._write(h.step, *h.binned)
-            self._alerts.at_logged_step()
-
-    def _record_skips(self, steps: list[int]) -> None:
-        """Steps the loss scaler skipped: counted, and written with the scale each ran
-        under (each skip halved it, so earlier ones ran under larger scales)."""
-        scaler = self._attempts.scaler if self._attempts else None
-        scale = loss_scale(scaler, skipped=True)
-        backoff = scaler.get_backoff_factor() if scaler is not None and scale is not None else 1.0
-        for i, step in enumerate(steps):
-            self._skipped += 1
-            if self._writes and not self.sink.closed:
-                scalars = {SKIPPED_KEY: float(self._skipped)}
-                if scale is not None:
-                    scalars[LOSS_SCALE_KEY] = scale / backoff ** (len(steps) - 1 - i)
-                self.sink.log(scalars, step=step)
-            # Judged before the next step runs (alerts="raise"), as a logged step is; every
-            # rank skips the same steps, so those agreeing on a stop take part together.
-            self._alerts.at_logged_step()
 
     def _before_forward(self, module: Any, _inputs: Any) -> None:
         """Alerts reach the loop at a training forward pass. Inside a graph that
@@ -508,7 +364,7 @@ class Watch:
                 return
             if self._activations_step != step:
                 self._activations, self._activations_step = {}, step
-            tensors = _tensors_of(output)
+            tensors = tensors_of(output)
             for i, tensor in enumerate(tensors):
                 key = name if len(tensors) == 1 else f"{name}/{i}"
                 # The first forward pass of a step only; a copy, since a later
@@ -541,9 +397,11 @@ class Watch:
         self.sink.log_batch(keys, batch, step=step)
 
     def _log_spectra(self, step: int) -> None:
-        """Every watched matrix's spectrum and figures, computed now, before the optimizer steps."""
-        if self._spectra is None or not self.active:
+        """Every watched matrix's spectrum and figures, computed now, before the optimizer
+        steps; once a step (a held backward pass logs them as it ends)."""
+        if self._spectra is None or not self.active or step == self._spectra_step:
             return
+        self._spectra_step = step
         logged = self._spectra.logged(step)
         if self.sink.closed:
             self.remove()
@@ -639,46 +497,3 @@ def _warn_unsupported(model: str, unsupported: dict[str, list[str]]) -> None:
             ShardedWarning,
             stacklevel=4,
         )
-
-
-def _outside_compiled_graphs(hook: Callable[..., None]) -> Callable[..., None]:
-    """``hook`` run by Python even inside ``torch.compile``d code: a graph break at each
-    watched leaf instead of a recompilation at every step (the hook reads the step)."""
-    import torch
-
-    disable = getattr(getattr(torch, "compiler", None), "disable", None)
-    return hook if disable is None else disable(hook)
-
-
-def _on_gradient(param: torch.Tensor, hook: Callable[[Any], None]) -> Any:
-    """Calls ``hook`` once a gradient of ``param`` is accumulated (or computed, on older torch)."""
-    if hasattr(param, "register_post_accumulate_grad_hook"):
-        return param.register_post_accumulate_grad_hook(hook)
-    return param.register_hook(lambda grad: hook(param))
-
-
-def _all_finite(tensors: list[Any]) -> bool:
-    """Whether every value of ``tensors`` is finite: one device sync per device."""
-    import torch
-
-    by_device: dict[Any, list[Any]] = {}
-    for t in tensors:
-        by_device.setdefault(t.device, []).append(torch.isfinite(t).all())
-    return all(bool(torch.stack(flags).all()) for flags in by_device.values())
-
-
-def _queue_callback(callback: Callable[[], None]) -> None:
-    """Runs ``callback`` when the backward pass in progress ends, as DDP does."""
-    from torch.autograd import Variable
-
-    Variable._execution_engine.queue_callback(callback)
-
-
-def _tensors_of(output: Any) -> list[torch.Tensor]:
-    import torch
-
-    if isinstance(output, torch.Tensor):
-        return [output]
-    if isinstance(output, (list, tuple)):
-        return [t for t in output if isinstance(t, torch.Tensor)]
-    return []

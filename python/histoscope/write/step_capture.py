@@ -1,0 +1,152 @@
+"""A watch's capture at the optimizer's step: held backward passes until it is known
+whether an optimizer steps the model, applied steps captured, skipped ones recorded.
+
+Functions of a `Watch`, whose state they keep: its `optimizer_steps.StepAttempts` calls
+`applied` and `unapplied_attempt` as each optimizer step is taken or found skipped.
+
+Example:
+    >>> _all_finite([])
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .optimizer_steps import LOSS_SCALE_KEY, SKIPPED_KEY, loss_scale
+
+# A `histoscope.write.watch.Watch`: named loosely, since the watch imports this module.
+Watch = Any
+
+__all__ = [
+    "Held",
+    "applied",
+    "attempt_step",
+    "capture_backward",
+    "hold",
+    "record_skips",
+    "unapplied_attempt",
+]
+
+# Attempts with no optimizer step a watch waits through before it takes a model with
+# nonfinite gradients (or a sharded one, whose ranks cannot agree on finiteness without
+# a collective) for one no optimizer steps: longer than a loss scaler's first skips from
+# a scale far too large (2^40 falls to fp16's range in 25).
+_PATIENCE = 64
+
+
+class Held:
+    """A backward pass's capture binned before it is known whether an optimizer steps
+    the model: logged if none does, dropped if one does."""
+
+    def __init__(self, step: int, binned: tuple[list[str], Any] | None) -> None:
+        self.step = step
+        self.binned = binned
+
+
+def hold(watch: Watch) -> None:
+    """A backward pass before any optimizer step: binned if due, and whether its
+    gradients are finite noted (the sign of a step a loss scaler will skip)."""
+    if watch._merge is None:
+        watch._finite = _all_finite([p.grad for p in watch._grad_params if p.grad is not None])
+    step = watch.step
+    if watch._histograms_due(step):
+        watch._last_logged = step
+        activations = watch._activations  # kept for the capture at the optimizer's step
+        watch._held.append(Held(step, watch._binned(step)))
+        watch._activations = activations
+        if watch._spectra is not None and watch._spectra.due(step):
+            watch._log_spectra(step)  # parameters are valid whatever becomes of the step
+
+
+def attempt_step(watch: Watch) -> int:
+    step_of = watch.options.step
+    return watch._done if step_of is None else int(step_of())
+
+
+def applied(watch: Watch, step: int) -> None:
+    """The optimizer is about to apply this attempt's gradients: they are captured, as
+    the last backward pass left them where the loop clipped them since (no scaler)."""
+    attempts = watch._attempts
+    clipped = attempts is not None and attempts.scaler is None
+    clipped = clipped and attempts is not None and attempts.changed_since_backward
+    pending = watch._pending
+    if watch._capture_at is None:
+        watch._capture_at = "optimizer"
+        if watch._held and watch._held[-1].step == watch._count - 1:  # the last pass
+            pending = (step, watch._held[-1].binned)
+        watch._held, watch._last_logged = [], None
+        record_skips(watch, watch._unapplied)
+        watch._unapplied = []
+    watch._bin_at_backward |= clipped
+    watch._pending = None
+    watch._done += 1
+    if watch._capture_at != "optimizer" or not watch.due(step):
+        return
+    # With no loss scaler, what the last backward pass left is what is wanted: the
+    # same values, or those before the loop clipped them.
+    unscaled = attempts is not None and attempts.scaler is None
+    if unscaled and pending is not None and pending[0] == step and pending[1] is not None:
+        watch._last_logged = step
+        watch._activations = {}
+        watch._write(step, *pending[1])
+        if watch._spectra is not None and watch._spectra.due(step):
+            watch._log_spectra(step)  # the parameters are as the backward pass left them
+        watch._alerts.at_logged_step()
+    else:
+        watch.capture(step)
+    scale = loss_scale(watch._attempts.scaler if watch._attempts else None)
+    if scale is not None and watch._writes and not watch.sink.closed:
+        watch.sink.log({LOSS_SCALE_KEY: scale}, step=step)
+
+
+def unapplied_attempt(watch: Watch, step: int) -> None:
+    """An attempt ended with no optimizer step: skipped by a loss scaler, or a model
+    that no optimizer steps."""
+    watch._done += 1
+    if watch._capture_at == "optimizer":
+        record_skips(watch, [step])
+    elif watch._capture_at is None:
+        watch._unapplied.append(step)
+        no_optimizer = watch._merge is None and watch._finite
+        if no_optimizer or len(watch._unapplied) > _PATIENCE:
+            capture_backward(watch)
+
+
+def capture_backward(watch: Watch) -> None:
+    """No optimizer steps the model: the held backward passes are logged, and each
+    later one as it ends."""
+    watch._capture_at = "backward"
+    held, watch._held, watch._unapplied = watch._held, [], []
+    for h in held:
+        if h.binned is not None:
+            watch._write(h.step, *h.binned)
+        watch._alerts.at_logged_step()
+
+
+def record_skips(watch: Watch, steps: list[int]) -> None:
+    """Steps the loss scaler skipped: counted, and written with the scale each ran
+    under (each skip halved it, so earlier ones ran under larger scales)."""
+    scaler = watch._attempts.scaler if watch._attempts else None
+    scale = loss_scale(scaler, skipped=True)
+    backoff = scaler.get_backoff_factor() if scaler is not None and scale is not None else 1.0
+    for i, step in enumerate(steps):
+        watch._skipped += 1
+        if watch._writes and not watch.sink.closed:
+            scalars = {SKIPPED_KEY: float(watch._skipped)}
+            if scale is not None:
+                scalars[LOSS_SCALE_KEY] = scale / backoff ** (len(steps) - 1 - i)
+            watch.sink.log(scalars, step=step)
+        # Judged before the next step runs (alerts="raise"), as a logged step is; every
+        # rank skips the same steps, so those agreeing on a stop take part together.
+        watch._alerts.at_logged_step()
+
+
+def _all_finite(tensors: list[Any]) -> bool:
+    """Whether every value of ``tensors`` is finite: one device sync per device."""
+    import torch
+
+    by_device: dict[Any, list[Any]] = {}
+    for t in tensors:
+        by_device.setdefault(t.device, []).append(torch.isfinite(t).all())
+    return all(bool(torch.stack(flags).all()) for flags in by_device.values())
