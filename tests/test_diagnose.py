@@ -537,3 +537,28 @@ def test_a_spike_heals_under_clipping_and_not_without(tmp_path: Path) -> None:
     findings = hs.diagnose(tmp_path)
     unclipped = [f for f in findings if f.kind == "exploding" and f.run == "p/unclipped"]
     assert unclipped and "error" in {f.severity for f in unclipped}, [f.message for f in findings]
+
+
+def test_weights_an_optimizer_of_another_copy_never_moves_are_stuck(tmp_path: Path) -> None:
+    """Issue 41: an optimizer built over a copy's parameters leaves the watched weights
+    standing still under large gradients, and the loss flat."""
+    import copy
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+    optimizer = torch.optim.SGD(copy.deepcopy(model).parameters(), lr=0.1)  # the bug
+    x = torch.randn(64, 8)
+    y = x.sum(1, keepdim=True)
+    with hs.init("stuck", run_name="r", dir=tmp_path) as run:
+        run.watch(model, log="all", every=1)
+        for step in range(20):
+            loss = nn.functional.mse_loss(model(x[step % 4 :: 4]), y[step % 4 :: 4])
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            model.zero_grad()
+            run.log({"loss": loss.item()}, step=step)
+    found = hs.diagnose(tmp_path / "stuck")
+    stuck = [f for f in found if f.kind == "stuck"]
+    assert {f.key for f in stuck} == {f"gradients/{n}" for n, _ in model.named_parameters()}
+    assert all(f.severity == "error" and f.first_step == 1 for f in stuck)

@@ -77,7 +77,9 @@ fn decayed(cx: &Context<'_>, valued: &[usize], loss: &LossCurve) -> Option<Findi
     if cx.role != Role::Parameter || valued.is_empty() {
         return None;
     }
-    let start = cx.early_scale(valued);
+    // The scale at the start of training: weight decay can do most of a collapse before
+    // the second logged step, so a median of the first steps would start after it.
+    let start = cx.profiles[valued[0]].scale();
     let flags: Vec<bool> = valued
         .iter()
         .map(|&i| scale_fell(cx.profiles[i].scale(), start))

@@ -188,3 +188,44 @@ pub(super) enum Vanished {
     VsLayer(f64, String),
     VsStart,
 }
+
+/// A gradient that is not zero while its parameter stands still at every step, to the
+/// end: the optimizer does not update it (one built over another copy's parameters,
+/// parameters left out of it, or a learning rate of 0). An error where the run's loss
+/// does not learn, a warning otherwise (a part of the model left out).
+pub(super) fn stuck(cx: &Context<'_>) -> Option<Finding> {
+    let stopped = cx.parameter_stopped.as_ref()?;
+    let valued = cx.valued();
+    let flags: Vec<bool> = valued
+        .iter()
+        .map(|&i| stopped[i] && cx.profiles[i].max_abs() > 0.0)
+        .collect();
+    let (a, b) = sustained(&flags)?;
+    if b + 1 != valued.len() {
+        return None;
+    }
+    let (first, last) = (valued[a], valued[b]);
+    let not_learning = cx.loss_curve.filter(|curve| !curve.learned());
+    let severity = if not_learning.is_some() {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    let loss = not_learning.map_or(String::new(), |curve| {
+        format!(", and {} does not fall", curve.tag)
+    });
+    Some(cx.finding(
+        Kind::Stuck,
+        (first, last),
+        severity,
+        &[("scale", cx.profiles[last].scale())],
+        format!(
+            "its parameter stands still from step {} while the gradient is not zero (scale \
+             {}){loss}: the optimizer does not update it; check that the optimizer was built \
+             over this model's parameters (not another copy's), that they require grad, and \
+             the learning rate",
+            cx.steps[first],
+            sci(cx.profiles[last].scale()),
+        ),
+    ))
+}

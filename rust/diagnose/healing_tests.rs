@@ -200,3 +200,41 @@ fn weights_decayed_far_below_their_start_while_the_loss_stays_collapsed() {
     assert_eq!(found[0].severity, Severity::Error);
     assert!(found[0].message.contains("spread shrinks"));
 }
+
+#[test]
+fn a_collapse_done_by_the_second_logged_step_is_measured_from_the_first() {
+    // Weight decay took most of the scale before step 1: the median of the first three
+    // logged steps (3e-3) would already be after the collapse.
+    let scales = [0.3, 3e-3, 2e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3];
+    let all = [series("r", "parameters/fc.weight", &STEPS, &scales)];
+    let flat = evidence("r", &[("loss", vec![1.39; 10])], &[]);
+    let found = run_with(&all, &flat, &Options::default());
+    assert_eq!(
+        kinds(&found),
+        vec![("parameters/fc.weight", Kind::Collapsed, Severity::Error)]
+    );
+    assert_eq!(value(&found[0], "start_scale"), 0.3);
+}
+
+#[test]
+fn a_growing_metric_distribution_is_no_explosion() {
+    // An RL agent's episode rewards grow 10^4 times as it learns, and its critic loss
+    // rises with the Q-values: the rewards are no layer.
+    let rewards: Vec<f64> = (0..10).map(|i| 10f64.powf(i as f64 / 2.0)).collect();
+    let all = [series(
+        "r",
+        "ray/tune/hist_stats/episode_reward",
+        &STEPS,
+        &rewards,
+    )];
+    let rising = evidence(
+        "r",
+        &[("critic_loss", (1..=10).map(f64::from).collect())],
+        &[],
+    );
+    assert_eq!(run_with(&all, &rising, &Options::default()), vec![]);
+    // The same growth in a layer's weights is one.
+    let all = [series("r", "parameters/critic.weight", &STEPS, &rewards)];
+    let found = run_with(&all, &rising, &Options::default());
+    assert_eq!(found[0].kind, Kind::Exploding);
+}

@@ -66,11 +66,13 @@ pub enum Kind {
     Spectral,
     /// Optimizer steps a loss scaler skipped: `Info`, unless it skips every step.
     Skipped,
+    /// A parameter that stands still while its gradient is not zero.
+    Stuck,
 }
 
 impl Kind {
     /// Every kind, in the order the Python API lists them (`KINDS`).
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Vanishing,
         Kind::Exploding,
         Kind::Nonfinite,
@@ -79,6 +81,7 @@ impl Kind {
         Kind::Collapsed,
         Kind::Spectral,
         Kind::Skipped,
+        Kind::Stuck,
     ];
 
     /// The most severe a finding of this kind can be: where a run is surely broken.
@@ -87,7 +90,9 @@ impl Kind {
     /// more) does not stop a run that clips its gradients.
     pub fn worst(self) -> Severity {
         match self {
-            Kind::Nonfinite | Kind::Exploding | Kind::Collapsed | Kind::Skipped => Severity::Error,
+            Kind::Nonfinite | Kind::Exploding | Kind::Collapsed | Kind::Skipped | Kind::Stuck => {
+                Severity::Error
+            }
             Kind::Vanishing | Kind::Dead | Kind::Saturated => Severity::Warning,
             // Context, never a verdict (`spectral`): nothing to stop a trainer for.
             Kind::Spectral => Severity::Info,
@@ -104,6 +109,7 @@ impl Kind {
             Kind::Collapsed => "collapsed",
             Kind::Spectral => "spectral",
             Kind::Skipped => "skipped",
+            Kind::Stuck => "stuck",
         }
     }
 }
@@ -166,7 +172,7 @@ pub struct Finding {
 #[derive(Debug, Error, PartialEq)]
 pub enum DiagnoseError {
     #[error(
-        "unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed, spectral, skipped"
+        "unknown kind {0:?}: expected one of vanishing, exploding, nonfinite, dead, saturated, collapsed, spectral, skipped, stuck"
     )]
     UnknownKind(String),
     #[error("roles[{key:?}]: {problem}")]

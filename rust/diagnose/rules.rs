@@ -8,7 +8,7 @@
 use super::activations::{dead, saturated};
 use super::collapsed::collapsed;
 use super::exploding::exploding;
-use super::gradients::vanishing;
+use super::gradients::{stuck, vanishing};
 use super::loss_curve::LossCurve;
 use super::optimizer::OptimizerKind;
 use super::scalars::LossEvidence;
@@ -132,9 +132,16 @@ pub(super) fn findings(cx: &Context<'_>) -> Vec<Finding> {
     }
     let mut out = Vec::new();
     out.extend(nonfinite(cx));
-    out.extend(exploding(cx));
+    // A distribution of metrics (episode rewards, per-example scores) is no layer: it
+    // grows as an agent learns, which is no explosion.
+    if cx.role != Role::Other {
+        out.extend(exploding(cx));
+    }
     match cx.role {
-        Role::Gradient => out.extend(vanishing(cx)),
+        Role::Gradient => {
+            // A vanishing gradient explains a parameter that does not move.
+            out.extend(vanishing(cx).or_else(|| stuck(cx)));
+        }
         Role::Activation => {
             out.extend(dead(cx));
             out.extend(saturated(cx));

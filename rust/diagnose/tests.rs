@@ -64,10 +64,46 @@ pub(super) const STEPS: [i64; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 fn steady_series_have_no_findings() {
     let all = [
         series("r", "gradients/0.weight", &STEPS, &[0.01; 10]),
-        series("r", "parameters/0.weight", &STEPS, &[0.1; 10]),
+        series("r", "parameters/0.weight", &STEPS, &moving(0.1)),
         series("r", "activations/0", &STEPS, &[0.5; 10]),
     ];
     assert_eq!(run_rules(&all, &Options::default()), vec![]);
+}
+
+/// A parameter's scale about `scale`, moving a little at every step as a trained one does.
+fn moving(scale: f64) -> Vec<f64> {
+    (0..10).map(|i| scale * (1.0 + 1e-3 * i as f64)).collect()
+}
+
+#[test]
+fn a_parameter_standing_still_under_a_gradient_is_stuck() {
+    let all = [
+        series("r", "gradients/0.weight", &STEPS, &[0.01; 10]),
+        series("r", "parameters/0.weight", &STEPS, &[0.1; 10]),
+    ];
+    let found = run_with_loss(&all, vec![2.3; 10]);
+    assert_eq!(
+        kinds(&found),
+        vec![("gradients/0.weight", Kind::Stuck, Severity::Error)]
+    );
+    assert_eq!(found[0].first_step, 1);
+    assert!(found[0].message.contains("stands still from step 1"));
+    // With the loss falling elsewhere, a part left out is a warning.
+    let falling: Vec<f64> = (0..10).map(|i| 2.3 - 0.2 * i as f64).collect();
+    assert_eq!(run_with_loss(&all, falling)[0].severity, Severity::Warning);
+    // A parameter that moves is not stuck, nor one whose gradient is zero (vanishing).
+    let moves = [
+        all[0].clone(),
+        series("r", "parameters/0.weight", &STEPS, &moving(0.1)),
+    ];
+    assert_eq!(run_with_loss(&moves, vec![2.3; 10]), vec![]);
+    let zero = [
+        series("r", "gradients/0.weight", &STEPS, &[0.0; 10]),
+        all[1].clone(),
+    ];
+    assert!(run_with_loss(&zero, vec![2.3; 10])
+        .iter()
+        .all(|f| f.kind != Kind::Stuck));
 }
 
 #[test]
@@ -199,7 +235,8 @@ fn the_vocabularies_keep_the_python_apis_order() {
             "saturated",
             "collapsed",
             "spectral",
-            "skipped"
+            "skipped",
+            "stuck"
         ]
     );
     assert!(kinds.iter().all(|k| k.parse::<Kind>().is_ok()));

@@ -259,11 +259,12 @@ fn fold_step(
         }
     }
     let scale_at = |k: Option<usize>| at(k?).filter(|p| p.has_values()).map(StepProfile::scale);
-    let folds: Vec<(usize, Option<f64>, Option<f64>)> = present
+    let folds: Vec<(usize, Option<f64>, bool, Option<f64>)> = present
         .iter()
         .map(|&k| {
             let (watch, p) = (&watches[k], at(k).expect("present"));
             let mut reference = None;
+            let mut stood = false;
             if watch.role == Role::Gradient && p.has_values() {
                 let stopped = watch.parameter.and_then(|j| {
                     let i = watches[j].folded;
@@ -273,15 +274,17 @@ fn fold_step(
                 let compares = !adaptive || stopped == Some(true);
                 let other = other_than(&tops[kind_index(watch.kind)], k);
                 reference = other.filter(|_| compares).map(|(_, scale)| scale);
+                stood = stopped == Some(true);
             }
-            (k, reference, scale_at(watch.weight))
+            (k, reference, stood, scale_at(watch.weight))
         })
         .collect();
-    for (k, reference, weight) in folds {
+    for (k, reference, stopped, weight) in folds {
         let i = watches[k].folded;
         // A value the series has later ones after (a restart did not log it again) stands.
         let over = over || i + 1 < series[k].steps.len();
-        watches[k].fold(step, &series[k].profiles[i], reference, weight, over);
+        let p = &series[k].profiles[i];
+        watches[k].fold(step, p, (reference, stopped), weight, over);
     }
 }
 
@@ -377,7 +380,7 @@ impl Watch {
         &mut self,
         step: i64,
         p: &StepProfile,
-        reference: Option<f64>,
+        (reference, stopped): (Option<f64>, bool),
         weight: Option<f64>,
         over: bool,
     ) {
@@ -386,6 +389,7 @@ impl Watch {
             scale: p.scale(),
             max_abs: p.max_abs(),
             reference,
+            stopped,
         };
         if !over {
             let mut verdicts = self.verdicts.clone();
@@ -457,9 +461,9 @@ impl Watch {
     }
 
     /// The severity the rules give each kind of finding of the series now.
-    fn predict(&mut self, context: &Context) -> [Option<(Kind, Severity)>; 6] {
+    fn predict(&mut self, context: &Context) -> [Option<(Kind, Severity)>; 7] {
         if self.role == Role::Spectrum {
-            return [None; 6];
+            return [None; 7];
         }
         let (role, bias_named) = (self.role, self.kind.bias);
         // The interval is worked out only where a rule reads it: a series behind its
@@ -499,12 +503,17 @@ impl Watch {
             nonfinite,
             of(
                 Kind::Exploding,
-                wait.and_then(|wait| verdicts.exploding(context, wait)),
+                wait.filter(|_| role != Role::Other)
+                    .and_then(|wait| verdicts.exploding(context, wait)),
             ),
             of(Kind::Vanishing, verdicts.vanishing(role, bias_named)),
             of(Kind::Dead, dead.then_some(Severity::Warning)),
             of(Kind::Saturated, saturated.then_some(Severity::Warning)),
             of(Kind::Collapsed, collapsed),
+            of(
+                Kind::Stuck,
+                verdicts.stuck(role, bias_named, context.not_learning()),
+            ),
         ]
     }
 }

@@ -18,6 +18,8 @@ pub(super) struct Early {
     pub max_abs: f64,
     /// The largest scale of another gradient of its kind, where the rule compares with it.
     pub reference: Option<f64>,
+    /// For a gradient, its parameter stood still at this step.
+    pub stopped: bool,
 }
 
 /// The running forms of the rules over one series' valued steps.
@@ -36,6 +38,7 @@ pub(super) struct Verdicts {
     pub saturated: Sustained,
     spread: Sustained,
     bias: Sustained,
+    stuck: Sustained,
     decay: Sustained,
     vanish: Sustained,
     /// Growth flagged as the rule flags it without, then with, a loss that diverged.
@@ -55,6 +58,7 @@ impl Verdicts {
         self.spread.push(spread_fell(p, self.peak_spread));
         self.peak_spread = self.peak_spread.max(p.std);
         self.bias.push(bias_vanished(step.scale, weight));
+        self.stuck.push(step.stopped && step.max_abs > 0.0); // as `gradients::stuck`
         if self.valued < EARLY_STEPS {
             self.early[self.valued] = step;
             self.valued += 1;
@@ -78,7 +82,7 @@ impl Verdicts {
                 .map(|e| e.scale)
         };
         let (early, start) = (early_scale(scales()), start_scale(scales()));
-        self.decay.push(scale_fell(step.scale, early));
+        self.decay.push(scale_fell(step.scale, self.early[0].scale)); // as `collapsed::decayed`
         let reference = step.reference.map(|r| (r, ""));
         self.vanish
             .push(vanished(step.scale, reference, early).is_some());
@@ -106,6 +110,19 @@ impl Verdicts {
             return Some(Severity::Info);
         }
         self.vanish.holds().then_some(Severity::Warning)
+    }
+
+    /// As `gradients::stuck`: a parameter standing still under a gradient, to the end.
+    pub fn stuck(&self, role: Role, bias_named: bool, not_learning: bool) -> Option<Severity> {
+        let stuck = role == Role::Gradient && self.stuck.holds() && self.stuck.last;
+        if !stuck || self.vanishing(role, bias_named).is_some() {
+            return None;
+        }
+        Some(if not_learning {
+            Severity::Error
+        } else {
+            Severity::Warning
+        })
     }
 
     pub fn collapsed(&self, role: Role, not_learning: bool) -> Option<Severity> {
