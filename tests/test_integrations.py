@@ -277,3 +277,68 @@ def test_lightning_stop_on_under_ddp_stops_every_rank_at_one_step(tmp_path: Path
     written = hs.load_histograms(tmp_path / "histoscope-logs" / "lightning")
     steps_logged = next(iter(written["gradients/net.0.weight"].values())).steps.tolist()
     assert steps_logged == [0, 1, 2, 3]
+
+
+class _Regression(pl.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)
+        )
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.net(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.02)
+
+
+def test_lightning_16_mixed_logs_unscaled_gradients_and_records_skipped_steps(
+    tmp_path: Path,
+) -> None:
+    """Issue 41: Lightning's 16-mixed on the CPU, with its plugin given a GradScaler (on the
+    CPU Lightning makes none), as on a GPU: the scaler's first steps overflow."""
+    from lightning.pytorch.plugins import MixedPrecision
+
+    from histoscope import _core
+    from histoscope.write.optimizer_steps import SKIPPED_KEY
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(640, 8, generator=g)
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, x[:, :4].sum(1, keepdim=True)), batch_size=64
+    )
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**28, growth_interval=10)
+    callback = LightningCallback(every=1, log="all")
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        plugins=[MixedPrecision("16-mixed", "cpu", scaler=scaler)],
+        max_steps=40,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+        default_root_dir=tmp_path,
+    )
+    trainer.fit(_Regression(), data)
+    run = callback.run
+    assert run is not None
+    skipped = sorted(
+        point.step
+        for path in run.dir.glob("*tfevents*")
+        for point in _core.read_scalars(str(path))[1]
+        if point.tag == SKIPPED_KEY
+    )
+    assert len(skipped) >= 4 and skipped[:4] == [0, 1, 2, 3]
+    series = read(run.dir)
+    for key in [k for k in series if k.startswith("gradients/")]:
+        steps = series[key].steps.tolist()
+        assert not set(steps) & set(skipped) and len(steps) + len(skipped) == 40
+        # Unscaled: the scaled ones were over 2^15 times larger.
+        assert np.isfinite(series[key].stats["max"]).all()
+        assert float(np.abs(series[key].stats["max"]).max()) < 100
+    found = hs.diagnose(run.dir.parent)
+    assert [(f.kind, f.severity) for f in found] == [("skipped", "info")]

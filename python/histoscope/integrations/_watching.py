@@ -16,13 +16,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import _args
 from ..write.alerts import Alert, AlertPolicy, stops_training
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
+from ..write.step_capture import trainer_step
 from ..write.watch import NO_SINK, Watch, writes_here
 
 if TYPE_CHECKING:
@@ -111,9 +112,13 @@ class Watching:
             _log.warning("histoscope: stopping the training after this step (stop_on): %s", why)
         return stop
 
-    def capture_if_due(self) -> None:
-        """Captures the model if this is a logging step: just before an optimizer step."""
-        if self.watch is not None and self.watch.due():
+    def capture_if_due(self, scaler: Any = None) -> None:
+        """Captures the model if this is a logging step: just before an optimizer step.
+        A step the trainer's loss ``scaler`` will skip (its gradients overflowed) is
+        recorded as skipped instead (`histoscope.write.step_capture.trainer_step`)."""
+        if self.watch is None or not trainer_step(self.watch, scaler):
+            return
+        if self.watch.due():
             self.watch.capture()
             self.captured = True
 

@@ -63,7 +63,9 @@ class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unuse
         )
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        self._watching.capture_if_due()
+        # 16-mixed: the precision plugin's scaler has unscaled the gradients by now.
+        scaler = getattr(getattr(trainer, "precision_plugin", None), "scaler", None)
+        self._watching.capture_if_due(scaler)
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int

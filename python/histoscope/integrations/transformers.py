@@ -63,7 +63,9 @@ class HistoscopeCallback(WatchingCallback, TrainerCallback):  # type: ignore[mis
         )
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._watching.capture_if_due()
+        # fp16: accelerate's optimizer holds the scaler (it unscaled the gradients to clip).
+        scaler = getattr(kwargs.get("optimizer"), "scaler", None)
+        self._watching.capture_if_due(scaler)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._watching.stop_requested():

@@ -25,6 +25,7 @@ __all__ = [
     "capture_backward",
     "hold",
     "record_skips",
+    "trainer_step",
     "unapplied_attempt",
 ]
 
@@ -124,11 +125,13 @@ def capture_backward(watch: Watch) -> None:
         watch._alerts.at_logged_step()
 
 
-def record_skips(watch: Watch, steps: list[int]) -> None:
+def record_skips(watch: Watch, steps: list[int], scaler: Any = None, *, after: bool = True) -> None:
     """Steps the loss scaler skipped: counted, and written with the scale each ran
-    under (each skip halved it, so earlier ones ran under larger scales)."""
-    scaler = watch._attempts.scaler if watch._attempts else None
-    scale = loss_scale(scaler, skipped=True)
+    under (each skip halved it, so earlier ones ran under larger scales). ``after``: the
+    scaler already backed off from the last of them."""
+    if scaler is None and watch._attempts is not None:
+        scaler = watch._attempts.scaler
+    scale = loss_scale(scaler, skipped=after)
     backoff = scaler.get_backoff_factor() if scaler is not None and scale is not None else 1.0
     for i, step in enumerate(steps):
         watch._skipped += 1
@@ -140,6 +143,23 @@ def record_skips(watch: Watch, steps: list[int]) -> None:
         # Judged before the next step runs (alerts="raise"), as a logged step is; every
         # rank skips the same steps, so those agreeing on a stop take part together.
         watch._alerts.at_logged_step()
+
+
+def trainer_step(watch: Watch, scaler: Any = None) -> bool:
+    """A trainer's optimizer step about to be taken (its callbacks' hook, after the loss
+    scaler's ``unscale_``): under an enabled ``scaler``, gradients that are not all finite
+    mean it will skip the step, which is recorded instead of captured. Returns whether
+    the step goes on to be captured if due."""
+    if scaler is None or not scaler.is_enabled():
+        return True
+    grads = [p.grad for p in watch._grad_params if p.grad is not None]
+    if _all_finite(grads):
+        scale = loss_scale(scaler)
+        if scale is not None and watch._writes and watch.due() and not watch.sink.closed:
+            watch.sink.log({LOSS_SCALE_KEY: scale}, step=watch.step)
+        return True
+    record_skips(watch, [watch.step], scaler, after=False)
+    return False
 
 
 def _all_finite(tensors: list[Any]) -> bool:
