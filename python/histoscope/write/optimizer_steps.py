@@ -85,6 +85,7 @@ class StepAttempts:
         #: An optimizer holding a watched parameter has stepped (or was named).
         self.seen = optimizer is not None
         self.scaler: Any = None
+        self._looked = False
         self.open = False
         self.attempt_step = 0
         self._matched: dict[int, tuple[int, bool]] = {}
@@ -148,9 +149,9 @@ class StepAttempts:
     def _pre_step(self, optimizer: Any, _args: Any, _kwargs: Any) -> None:
         if not self._holds(optimizer):
             return
+        if not self._looked:  # a loop steps under its scaler from its first step, or never
+            self.scaler, self._looked = find_scaler(), True
         self.seen = True
-        if self.scaler is None:
-            self.scaler = find_scaler()
         if not self.open:
             return  # another optimizer of this attempt, or a step with no new gradients
         self.open = False

@@ -53,9 +53,7 @@ def hold(watch: Watch) -> None:
     step = watch.step
     if watch._histograms_due(step):
         watch._last_logged = step
-        activations = watch._activations  # kept for the capture at the optimizer's step
-        watch._held.append(Held(step, watch._binned(step)))
-        watch._activations = activations
+        watch._held.append(Held(step, watch._binned(step, held=True)))
         if watch._spectra is not None and watch._spectra.due(step):
             watch._log_spectra(step)  # parameters are valid whatever becomes of the step
 
@@ -69,8 +67,10 @@ def applied(watch: Watch, step: int) -> None:
     """The optimizer is about to apply this attempt's gradients: they are captured, as
     the last backward pass left them where the loop clipped them since (no scaler)."""
     attempts = watch._attempts
-    clipped = attempts is not None and attempts.scaler is None
-    clipped = clipped and attempts is not None and attempts.changed_since_backward
+    # With no loss scaler, what the last backward pass left is what is wanted: the
+    # same values, or those before the loop clipped them.
+    unscaled = attempts is not None and attempts.scaler is None
+    clipped = unscaled and attempts is not None and attempts.changed_since_backward
     pending = watch._pending
     if watch._capture_at is None:
         watch._capture_at = "optimizer"
@@ -84,9 +84,6 @@ def applied(watch: Watch, step: int) -> None:
     watch._done += 1
     if watch._capture_at != "optimizer" or not watch.due(step):
         return
-    # With no loss scaler, what the last backward pass left is what is wanted: the
-    # same values, or those before the loop clipped them.
-    unscaled = attempts is not None and attempts.scaler is None
     if unscaled and pending is not None and pending[0] == step and pending[1] is not None:
         watch._last_logged = step
         watch._activations = {}
@@ -96,7 +93,7 @@ def applied(watch: Watch, step: int) -> None:
         watch._alerts.at_logged_step()
     else:
         watch.capture(step)
-    scale = loss_scale(watch._attempts.scaler if watch._attempts else None)
+    scale = loss_scale(attempts.scaler if attempts else None)
     if scale is not None and watch._writes and not watch.sink.closed:
         watch.sink.log({LOSS_SCALE_KEY: scale}, step=step)
 

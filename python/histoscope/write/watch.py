@@ -272,15 +272,19 @@ class Watch:
             self._log_spectra(step)
         self._alerts.at_logged_step()
 
-    def _binned(self, step: int) -> tuple[list[str], _core.BinnedBatch] | None:
-        """Every watched tensor of ``step``, binned together now."""
+    def _binned(
+        self, step: int, *, held: bool = False
+    ) -> tuple[list[str], _core.BinnedBatch] | None:
+        """Every watched tensor of ``step``, binned together now; ``held``: the activations
+        are kept for a capture at the optimizer's step that may take their place."""
         keyed: list[tuple[str, torch.Tensor]] = []
         if self._writes:
             keyed += [(f"parameters/{n}", p) for n, p in self._parameters]
             keyed += [(f"gradients/{n}", p.grad) for n, p in self._gradients if p.grad is not None]
         if self._activations_step == step:
             keyed += [(f"activations/{key}", t) for key, t in self._activations.items()]
-        self._activations = {}
+        if not held:
+            self._activations = {}
         merged = {} if self._merge is None else self._merge.capture(step, self._sharded)
         return self._bin(step, keyed, merged)
 
@@ -326,9 +330,7 @@ class Watch:
             elif self._capture_at is None:
                 hold(self)
             elif self._bin_at_backward and self._histograms_due(self.step):
-                activations = self._activations
-                self._pending = (self.step, self._binned(self.step))
-                self._activations = activations
+                self._pending = (self.step, self._binned(self.step, held=True))
         finally:
             self._count += 1
             if self._attempts is not None:
