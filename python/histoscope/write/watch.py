@@ -275,8 +275,7 @@ class Watch:
     def _binned(
         self, step: int, *, held: bool = False
     ) -> tuple[list[str], _core.BinnedBatch] | None:
-        """Every watched tensor of ``step``, binned together now; ``held``: the activations
-        are kept for a capture at the optimizer's step that may take their place."""
+        """Every watched tensor of ``step``, binned now; ``held`` keeps the activations."""
         keyed: list[tuple[str, torch.Tensor]] = []
         if self._writes:
             keyed += [(f"parameters/{n}", p) for n, p in self._parameters]
