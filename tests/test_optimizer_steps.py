@@ -237,3 +237,55 @@ def test_a_loop_that_clips_logs_the_gradients_before_clipping(tmp_path) -> None:
         assert s.steps.tolist() == list(range(6))
         for step in range(6):
             assert_histogram_of(s, step, seen[step][key])
+
+
+def train_clipped_under_scaler(
+    run: hs.Run, steps: int
+) -> tuple[Applied, dict[int, dict[str, torch.Tensor]]]:
+    """``scaler.unscale_``, ``clip_grad_norm_`` (which changes every step), then
+    ``scaler.step``; returns the steps applied and the gradients as unscaled."""
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.02)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**28, growth_interval=10)
+    unscaled: dict[int, dict[str, torch.Tensor]] = {}
+    run.watch(model, every=1, bins=BINS)
+    applied = Applied(model)
+    try:
+        for i in range(steps):
+            applied.step = i
+            x, y = data(i % 8)
+            with torch.autocast("cpu", dtype=torch.float16):
+                loss = 100 * torch.nn.functional.mse_loss(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            unscaled[i] = {f"gradients/{n}": p.grad.clone() for n, p in model.named_parameters()}
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+            assert not torch.isfinite(norm) or norm > 0.1
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    finally:
+        applied.handle.remove()
+    return applied, unscaled
+
+
+def test_a_loop_that_clips_under_a_scaler_logs_the_unscaled_gradients_before_clipping(
+    tmp_path,
+) -> None:
+    """From the second step the optimizer applies (the scaler is found at the first,
+    which is not logged), the gradients are logged as unscaled, before clipping; the
+    training is judged healthy."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hs.HistoscopeAlert)
+        with hs.init("clip", run_name="r", dir=tmp_path) as run:
+            applied, unscaled = train_clipped_under_scaler(run, 40)
+    steps = sorted(applied.grads)
+    assert len(steps) >= 15 and steps[0] >= 4  # a first streak of skips, then a few more
+    series = read(run)
+    for key in [k for k in series if k.startswith("gradients/")]:
+        assert series[key].steps.tolist() == steps[1:]
+        for i, step in enumerate(steps[1:]):
+            assert_histogram_of(series[key], i, unscaled[step][key])
+    assert [s for s, _ in scalars(run)[SKIPPED_KEY]] == sorted(set(range(40)) - set(steps))
+    diagnosis = hs.diagnose(tmp_path / "clip")
+    assert [(f.kind, f.severity) for f in diagnosis] == [("skipped", "info")]

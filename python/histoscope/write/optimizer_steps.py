@@ -41,7 +41,15 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-__all__ = ["LOSS_SCALE_KEY", "SKIPPED_KEY", "StepAttempts", "find_scaler", "loss_scale"]
+__all__ = [
+    "LOSS_SCALE_KEY",
+    "SKIPPED_KEY",
+    "StepAttempts",
+    "UnscaleHook",
+    "find_scaler",
+    "loss_scale",
+    "unscale_once",
+]
 
 SKIPPED_KEY = "amp/skipped_steps"
 """The scalar written at each step the loss scaler skipped: how many it skipped so far.
@@ -62,7 +70,9 @@ class StepAttempts:
     holding one of ``parameters`` to step in an attempt (``optimizer`` alone, when
     given); ``on_unapplied(step)`` when an attempt is found to have ended with no step.
     ``step_of()`` numbers the attempt, read as it opens. `backward_ended` is called as
-    each backward pass through the model ends.
+    each backward pass through the model ends. ``on_unscaled(step)`` runs as the loss
+    scaler (found at the first step) unscales the attempt's gradients, before a loop
+    that clips changes them.
     """
 
     def __init__(
@@ -74,6 +84,7 @@ class StepAttempts:
         *,
         optimizer: Any = None,
         sentinel: bool = True,
+        on_unscaled: Callable[[int], None] | None = None,
     ) -> None:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
@@ -81,6 +92,7 @@ class StepAttempts:
         self._step_of = step_of
         self._on_applied = on_applied
         self._on_unapplied = on_unapplied
+        self._on_unscaled = on_unscaled
         self._optimizer = None if optimizer is None else weakref.ref(optimizer)
         #: An optimizer holding a watched parameter has stepped (or was named).
         self.seen = optimizer is not None
@@ -151,11 +163,17 @@ class StepAttempts:
             return
         if not self._looked:  # a loop steps under its scaler from its first step, or never
             self.scaler, self._looked = find_scaler(), True
+            if self.scaler is not None and self._on_unscaled is not None:
+                self._handles.append(UnscaleHook(self.scaler, self._unscaled))
         self.seen = True
         if not self.open:
             return  # another optimizer of this attempt, or a step with no new gradients
         self.open = False
         self._on_applied(int(self._step_of()))
+
+    def _unscaled(self, optimizer: Any) -> None:
+        if self.open and self._on_unscaled is not None and self._holds(optimizer):
+            self._on_unscaled(int(self._step_of()))
 
     def _holds(self, optimizer: Any) -> bool:
         if self._optimizer is not None:
@@ -168,6 +186,58 @@ class StepAttempts:
         holds = any(id(p) in self._ids for group in groups for p in group["params"])
         self._matched[id(optimizer)] = (len(groups), holds)
         return holds
+
+
+class UnscaleHook:
+    """Runs ``callback(optimizer)`` just after each ``scaler.unscale_(optimizer)``: the
+    one moment the gradients are unscaled and not yet clipped, whether the loop (or a
+    trainer, to clip) calls it or ``scaler.step`` does. torch offers no hook there, so
+    the scaler's ``unscale_`` is wrapped, on this instance only, until `remove`.
+
+    Example:
+        >>> import torch
+        >>> model = torch.nn.Linear(2, 1)
+        >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> scaler = torch.amp.GradScaler("cpu", init_scale=4.0)
+        >>> seen = []
+        >>> hook = UnscaleHook(scaler, lambda opt: seen.append(float(model.bias.grad)))
+        >>> scaler.scale(model(torch.ones(1, 2)).sum()).backward()
+        >>> scaler.step(optimizer); scaler.update(); hook.remove()
+        >>> seen, "unscale_" in vars(scaler)
+        ([1.0], False)
+    """
+
+    def __init__(self, scaler: Any, callback: Callable[[Any], None]) -> None:
+        original = scaler.unscale_
+        self._scaler = weakref.ref(scaler)
+        self.active = True
+
+        def unscale_(optimizer: Any) -> None:
+            original(optimizer)
+            if self.active:
+                callback(optimizer)
+
+        self._installed = unscale_
+        scaler.unscale_ = unscale_
+
+    def remove(self) -> None:
+        """Puts the scaler's own ``unscale_`` back (unless another hook wrapped it since:
+        then this one only stops calling back); safe to call twice."""
+        self.active = False
+        scaler = self._scaler()
+        if scaler is not None and vars(scaler).get("unscale_") is self._installed:
+            del scaler.unscale_
+
+
+def unscale_once(scaler: Any, optimizer: Any) -> None:
+    """Unscales ``optimizer``'s gradients unless ``scaler`` did since its last ``update``:
+    a trainer's hook that comes before its ``scaler.step`` sees them unscaled either way,
+    and the training is the same (``scaler.step`` skips an unscale already done)."""
+    try:
+        scaler.unscale_(optimizer)
+    except RuntimeError as error:
+        if "already been called" not in str(error):
+            raise
 
 
 def find_scaler() -> Any:

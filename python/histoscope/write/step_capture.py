@@ -27,6 +27,7 @@ __all__ = [
     "record_skips",
     "trainer_step",
     "unapplied_attempt",
+    "unscaled",
 ]
 
 # Attempts with no optimizer step a watch waits through before it takes a model with
@@ -65,17 +66,20 @@ def attempt_step(watch: Watch) -> int:
 
 def applied(watch: Watch, step: int) -> None:
     """The optimizer is about to apply this attempt's gradients: they are captured, as
-    the last backward pass left them where the loop clipped them since (no scaler)."""
+    the loss scaler unscaled them or the last backward pass left them, where the loop
+    clipped them since."""
     attempts = watch._attempts
     # With no loss scaler, what the last backward pass left is what is wanted: the
     # same values, or those before the loop clipped them.
-    unscaled = attempts is not None and attempts.scaler is None
-    clipped = unscaled and attempts is not None and attempts.changed_since_backward
+    no_scaler = attempts is not None and attempts.scaler is None
+    clipped = no_scaler and attempts is not None and attempts.changed_since_backward
     pending = watch._pending
-    if watch._capture_at is None:
+    first = watch._capture_at is None
+    if first:
         watch._capture_at = "optimizer"
-        if watch._held and watch._held[-1].step == watch._count - 1:  # the last pass
-            pending = (step, watch._held[-1].binned)
+        last = watch._held[-1] if watch._held else None
+        if no_scaler and last is not None and last.step == watch._count - 1:
+            pending = (step, last.binned)
         watch._held, watch._last_logged = [], None
         record_skips(watch, watch._unapplied)
         watch._unapplied = []
@@ -84,7 +88,12 @@ def applied(watch: Watch, step: int) -> None:
     watch._done += 1
     if watch._capture_at != "optimizer" or not watch.due(step):
         return
-    if unscaled and pending is not None and pending[0] == step and pending[1] is not None:
+    if first and not no_scaler and attempts is not None and attempts.changed_since_backward:
+        # Clipped after the scaler's unscale_, which is caught from the next step on
+        # (`unscaled`): no histogram rather than clipped ones, which would read as a
+        # sudden growth at the next step.
+        return
+    if pending is not None and pending[0] == step and pending[1] is not None:
         watch._last_logged = step
         watch._activations = {}
         watch._write(step, *pending[1])
@@ -98,10 +107,18 @@ def applied(watch: Watch, step: int) -> None:
         watch.sink.log({LOSS_SCALE_KEY: scale}, step=step)
 
 
+def unscaled(watch: Watch, step: int) -> None:
+    """The loss scaler just unscaled this attempt's gradients: binned now if due, as the
+    optimizer will be handed them unless the loop clips them first (logged if applied)."""
+    if watch._capture_at == "optimizer" and watch._histograms_due(step):
+        watch._pending = (step, watch._binned(step, held=True))
+
+
 def unapplied_attempt(watch: Watch, step: int) -> None:
     """An attempt ended with no optimizer step: skipped by a loss scaler, or a model
     that no optimizer steps."""
     watch._done += 1
+    watch._pending = None
     if watch._capture_at == "optimizer":
         record_skips(watch, [step])
     elif watch._capture_at is None:

@@ -1,23 +1,18 @@
 """Whole-model capture: `Run.watch` logs a PyTorch model's parameters, gradients and activations.
 
-Keys are ``parameters/<name>``, ``gradients/<name>`` and
-``activations/<module name>`` (leaf modules only). At a logging step every
-watched tensor is binned together (`_batched.bin_tensors`) before the
-training loop goes on, so what the optimizer does next cannot change what is
-logged, and nothing waits in memory for the writer but the small histograms.
+Keys are ``parameters/<name>``, ``gradients/<name>`` and ``activations/<module
+name>`` (leaf modules only). At a logging step every watched tensor is binned
+together (`batched.bin_batch`) before the loop goes on, so what the optimizer
+does next cannot change what is logged.
 
 Capture points. Where an optimizer steps the model, gradients are captured as
-it is about to apply them: in torch's optimizer-step pre-hook, after gradient
-accumulation and after a loss scaler's ``unscale_`` (`optimizer_steps`), once
-per optimizer step. The parameters are captured there too (the values the
-backward pass saw) and the activations of the step's first training forward
-pass. A step the loss scaler skips (its gradients overflowed) logs no
-histogram: it is written as the scalars ``amp/skipped_steps`` (how many so
-far) and ``amp/loss_scale``, which is also written at each logged step.
-Until the first optimizer step, due backward passes are held (`step_capture`):
-a model no optimizer steps (hand-written updates) is captured as each backward
-pass ends, as are sharded ones. A loop that clips in place with no loss scaler
-logs the gradients as the last backward pass left them.
+it is about to apply them (`optimizer_steps`): after accumulation, after a loss
+scaler's ``unscale_`` and before a loop's clipping, once per optimizer step,
+with the parameters and the step's first training activations. A step the
+scaler skips logs no histogram but the scalars ``amp/skipped_steps`` and
+``amp/loss_scale``. Until the first optimizer step, due backward passes are
+held (`step_capture`): a model no optimizer steps, or a sharded one, is
+captured as each backward pass ends.
 
 Steps. Without ``step=``, a watch counts the optimizer steps from 0, skipped
 ones included (the backward passes, where no optimizer steps the model), and
@@ -31,20 +26,16 @@ Sharded models. Parameters spread over ranks (DTensors from FSDP2's
 ``fully_shard`` or ``parallelize_module``, FSDP1's flat parameters; see
 `shards`) are logged whole, under their original names, by one rank
 (``rank=``, 0 by default), merged by two collectives per logged step
-(`sharded`). Every rank must watch its model, with the same options: ranks
-that write nothing need no run (`histoscope.watch` without `init` gives them
-a watch that only takes part). Tensors that are not sharded are logged by
-that rank alone, as under DistributedDataParallel.
+(`sharded`). Every rank must watch its model, with the same options; ranks that
+write nothing need no run (`histoscope.watch` without `init`). Tensors that are
+not sharded are logged by that rank alone, as under DistributedDataParallel.
 
-DeepSpeed. An engine, or its module, is captured as ``engine.step()`` is
-called at an accumulation boundary, at its ``global_steps`` (`zero`).
+DeepSpeed. An engine (or its module) is captured as ``engine.step()`` is called
+at an accumulation boundary, at its ``global_steps`` (`zero`).
 
-Compiled models. A ``torch.compile``d model (or the model inside it) is
-watched under its own names; the gradient hooks run after the compiled
-backward and add no graph break or recompilation. Activation hooks run
-outside the graphs (``torch.compiler.disable``): a graph break at each watched
-leaf, and never a recompilation, which reading the step inside a graph would
-cause at every step.
+Compiled models. A ``torch.compile``d model is watched under its own names; the
+gradient hooks add no graph break, and activation hooks run outside the graphs
+(a graph break at each watched leaf, never a recompilation).
 """
 
 from __future__ import annotations
@@ -67,7 +58,15 @@ from .sharded import Merge, Wanted
 from .shards import Piece, find_pieces, original_name
 from .sinks import NO_SINK, HistogramSink, NoSink
 from .spectrum import SpectralCapture
-from .step_capture import Held, applied, attempt_step, capture_backward, hold, unapplied_attempt
+from .step_capture import (
+    Held,
+    applied,
+    attempt_step,
+    capture_backward,
+    hold,
+    unapplied_attempt,
+    unscaled,
+)
 from .watch_alerts import WatchAlerts
 from .zero import BeforeEngineStep, engine_stepping, find_zero_pieces, inner_module
 
@@ -176,6 +175,7 @@ class Watch:
                 lambda step: applied(self, step),
                 lambda step: unapplied_attempt(self, step),
                 optimizer=options.optimizer,
+                on_unscaled=lambda step: unscaled(self, step),
             )
             self._handles.append(self._attempts)
         else:
