@@ -306,12 +306,14 @@ pub fn diagnose_profiled(
         let last_step = runs
             .get(run.as_str())
             .map_or(evidence.last_step().unwrap_or(i64::MIN), |r| r.last_step);
+        let skips = skipped::recorded(&evidence.scalars);
         evidence.scalars.iter().filter_map(move |s| {
             if s.tag == skipped::SKIPPED_TAG {
                 return skipped::skipped_steps(run, s, last_step);
             }
             let role = options.role(&s.tag);
-            scalars::nonfinite_scalar(run, s, role).or_else(|| spectral::alpha_band(run, s, role))
+            scalars::nonfinite_scalar(run, s, role, skips)
+                .or_else(|| spectral::alpha_band(run, s, role))
         })
     });
     let mut findings: Vec<Finding> = histograms

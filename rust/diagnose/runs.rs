@@ -45,11 +45,13 @@ impl RunSummary {
         let empty = RunEvidence::default();
         let evidence = evidence.unwrap_or(&empty);
         let scalars = evidence.scalars.iter().map(|s| (s, options.role(&s.tag)));
+        let skips = skipped::recorded(&evidence.scalars);
         let nonfinite_scalar = evidence
             .scalars
             .iter()
             .filter_map(|s| {
-                let i = s.values.iter().position(|v| !v.is_finite())?;
+                let excused = |i: usize| skips.binary_search(&s.steps[i]).is_ok();
+                let i = (0..s.values.len()).find(|&i| !s.values[i].is_finite() && !excused(i))?;
                 Some((s.tag.clone(), s.steps[i]))
             })
             .min_by_key(|(_, step)| *step);

@@ -159,13 +159,20 @@ pub(super) fn nonfinite_severity(role: Role, to_the_end: bool) -> Severity {
 
 /// A scalar that turned NaN or infinite: an error where it is a loss or stays
 /// so to its end, a warning where training recovered (a mixed precision
-/// gradient norm on a skipped step).
-pub(super) fn nonfinite_scalar(run: &str, series: &ScalarSeries, role: Role) -> Option<Finding> {
+/// gradient norm on a skipped step). Steps the run's loss scaler recorded as
+/// `skipped` (sorted) are left out: a trainer's gradient norm is infinite there.
+pub(super) fn nonfinite_scalar(
+    run: &str,
+    series: &ScalarSeries,
+    role: Role,
+    skipped: &[i64],
+) -> Option<Finding> {
     if role == Role::Spectrum {
         return None; // an α that could not be fitted is no divergence
     }
     let bad: Vec<usize> = (0..series.values.len())
         .filter(|&i| !series.values[i].is_finite())
+        .filter(|&i| skipped.binary_search(&series.steps[i]).is_err())
         .collect();
     let (&first, &last) = (bad.first()?, bad.last()?);
     let severity = nonfinite_severity(role, last + 1 == series.values.len());
@@ -266,7 +273,7 @@ mod tests {
     #[test]
     fn nonfinite_scalars_are_errors_unless_training_recovered() {
         let loss = series("loss", &[1.0, f64::NAN, f64::NAN]);
-        let found = nonfinite_scalar("r", &loss, Role::Loss).unwrap();
+        let found = nonfinite_scalar("r", &loss, Role::Loss, &[]).unwrap();
         assert_eq!(
             (found.severity, found.first_step, found.last_step),
             (Severity::Error, 1, 2)
@@ -275,8 +282,19 @@ mod tests {
             .message
             .starts_with("loss: the loss is NaN at 2 of 3 steps from step 1"));
         let norm = series("grad_norm", &[1.0, f64::INFINITY, 1.0, 1.0, 1.0, 1.0]);
-        let found = nonfinite_scalar("r", &norm, Role::Gradient).unwrap();
+        let found = nonfinite_scalar("r", &norm, Role::Gradient, &[]).unwrap();
         assert_eq!(found.severity, Severity::Warning);
-        assert!(nonfinite_scalar("r", &series("lr", &[0.1, 0.1]), Role::Other).is_none());
+        assert!(nonfinite_scalar("r", &series("lr", &[0.1, 0.1]), Role::Other, &[]).is_none());
+    }
+
+    #[test]
+    fn nonfinite_values_at_skipped_steps_are_the_skips() {
+        let norm = series("grad_norm", &[f64::NAN, f64::INFINITY, 1.0, f64::NAN, 1.0]);
+        assert!(nonfinite_scalar("r", &norm, Role::Gradient, &[0, 1, 3]).is_none());
+        let found = nonfinite_scalar("r", &norm, Role::Gradient, &[0, 3]).unwrap();
+        assert_eq!((found.first_step, found.last_step), (1, 1));
+        let loss = series("loss", &[1.0, 1.0, f64::NAN]);
+        let found = nonfinite_scalar("r", &loss, Role::Loss, &[0, 1]).unwrap();
+        assert_eq!((found.severity, found.first_step), (Severity::Error, 2));
     }
 }

@@ -120,6 +120,56 @@ pub(super) fn named(steps: &[i64]) -> String {
     }
 }
 
+/// The steps a run records as skipped (sorted), none where it records none.
+pub(super) fn recorded(scalars: &[ScalarSeries]) -> &[i64] {
+    scalars
+        .iter()
+        .find(|s| s.tag == SKIPPED_TAG)
+        .map_or(&[], |s| s.steps.as_slice())
+}
+
+/// Steps held as runs of consecutive steps, for the live triggers: a run's skipped
+/// steps, and the steps a scalar was NaN or infinite at, in memory that grows with the
+/// runs of steps rather than the steps (a diverged loss is NaN at every step).
+#[derive(Debug, Default)]
+pub(super) struct StepRuns(Vec<(i64, i64)>);
+
+impl StepRuns {
+    /// Adds `step`: at the end as steps usually come, in place after a restart.
+    pub fn insert(&mut self, step: i64) {
+        match self.0.last_mut() {
+            Some((_, end)) if *end + 1 == step => *end = step,
+            Some(&mut (_, end)) if end >= step => {
+                if !self.contains(step) {
+                    let at = self.0.partition_point(|&(_, end)| end < step);
+                    self.0.insert(at, (step, step));
+                }
+            }
+            _ => self.0.push((step, step)),
+        }
+    }
+
+    pub fn contains(&self, step: i64) -> bool {
+        let at = self.0.partition_point(|&(_, end)| end < step);
+        self.0.get(at).is_some_and(|&(start, _)| start <= step)
+    }
+
+    /// The first of these steps that `other` does not hold.
+    pub fn first_outside(&self, other: &StepRuns) -> Option<i64> {
+        for &(start, end) in &self.0 {
+            let mut step = start;
+            while step <= end {
+                let at = other.0.partition_point(|&(_, e)| e < step);
+                match other.0.get(at) {
+                    Some(&(s, e)) if s <= step => step = e + 1,
+                    _ => return Some(step),
+                }
+            }
+        }
+        None
+    }
+}
+
 /// The finding of a gradient whose values were NaN or infinite at the `bad` steps and
 /// finite again after the last of them: updates that were not applied (an applied NaN
 /// makes the weights NaN, and every later gradient with them), as a loss scaler skips
@@ -204,6 +254,26 @@ mod tests {
             named(&[0, 1, 2, 3, 4, 5, 6]),
             "steps 0, 1, 2, 3, 4 and 2 more"
         );
+    }
+
+    #[test]
+    fn step_runs_hold_steps_in_any_order() {
+        let mut runs = StepRuns::default();
+        for step in [3, 4, 5, 9, 1, 4, 10] {
+            runs.insert(step);
+        }
+        assert_eq!(runs.0, vec![(1, 1), (3, 5), (9, 10)]);
+        assert!(runs.contains(4) && runs.contains(10) && !runs.contains(2) && !runs.contains(6));
+        let mut skips = StepRuns::default();
+        for step in [1, 3, 4] {
+            skips.insert(step);
+        }
+        assert_eq!(runs.first_outside(&skips), Some(5));
+        for step in 5..=10 {
+            skips.insert(step);
+        }
+        assert_eq!(runs.first_outside(&skips), None);
+        assert_eq!(StepRuns::default().first_outside(&skips), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::live::JUDGING_ALLOWANCE;
+use super::skipped::SKIPPED_TAG;
 use super::{Alert, LiveDiagnosis, Options};
 use crate::histograms::stats::Stats;
 
@@ -100,6 +101,10 @@ struct RandomRun {
     adam: bool,
     /// Whether the run logs no loss at all.
     lossless: bool,
+    /// The positions its loss scaler skips: recorded, with a NaN gradient norm there.
+    skips: Vec<bool>,
+    /// Whether a skip is recorded after the gradient norm of its step.
+    skip_recorded_last: bool,
 }
 
 fn random_run() -> impl Strategy<Value = RandomRun> {
@@ -111,16 +116,22 @@ fn random_run() -> impl Strategy<Value = RandomRun> {
         prop::collection::vec(any::<bool>(), 40),
         any::<bool>(),
         prop::bool::weighted(0.15),
+        prop::collection::vec(prop::bool::weighted(0.1), 40),
+        any::<bool>(),
     )
         .prop_map(
-            |(keys, loss, alpha, restarts, settles, adam, lossless)| RandomRun {
-                keys,
-                loss,
-                alpha,
-                restarts,
-                settles,
-                adam,
-                lossless,
+            |(keys, loss, alpha, restarts, settles, adam, lossless, skips, skip_recorded_last)| {
+                RandomRun {
+                    keys,
+                    loss,
+                    alpha,
+                    restarts,
+                    settles,
+                    adam,
+                    lossless,
+                    skips,
+                    skip_recorded_last,
+                }
             },
         )
 }
@@ -185,6 +196,7 @@ fn train(live: &mut LiveDiagnosis, run: &RandomRun) -> Vec<Alert> {
     }
     let mut alerts = Vec::new();
     let mut step = 0i64;
+    let mut skipped = 0;
     for position in 0..40 {
         if let Some(&(_, back)) = run.restarts.iter().find(|r| r.0 == position) {
             step = (step - back).max(0);
@@ -199,6 +211,7 @@ fn train(live: &mut LiveDiagnosis, run: &RandomRun) -> Vec<Alert> {
             live.scalar("loss", step, loss);
         }
         live.scalar("spectrum/l0/alpha", step, run.alpha[position] as f32);
+        skip(live, run, position, step, &mut skipped);
         if run.settles[position] {
             live.settle();
         }
@@ -208,6 +221,22 @@ fn train(live: &mut LiveDiagnosis, run: &RandomRun) -> Vec<Alert> {
     live.conclude();
     alerts.extend(live.take_alerts());
     alerts
+}
+
+/// A trainer's gradient norm at `position`: NaN where the loss scaler skipped the step,
+/// which is recorded before or after it.
+fn skip(live: &mut LiveDiagnosis, run: &RandomRun, position: usize, step: i64, n: &mut u32) {
+    let skips = run.skips[position];
+    let record = |live: &mut LiveDiagnosis, n: u32| live.scalar(SKIPPED_TAG, step, n as f32);
+    if skips && !run.skip_recorded_last {
+        *n += 1;
+        record(live, *n);
+    }
+    live.scalar("grad_norm", step, if skips { f32::NAN } else { 1.0 });
+    if skips && run.skip_recorded_last {
+        *n += 1;
+        record(live, *n);
+    }
 }
 
 fn described(alerts: &[Alert]) -> Vec<String> {

@@ -25,7 +25,7 @@ use super::roles::{layer_kind, tensor_name, LayerKind};
 use super::rules::{median, stopped_by};
 use super::runs::{other_than, rank, stood_still, weight_keys_of_bias, UNRANKED};
 use super::scalars::{nonfinite_severity, strongest, LossEvidence, LossFold};
-use super::skipped::{self, SKIPPED_TAG};
+use super::skipped::{self, StepRuns, SKIPPED_TAG};
 use super::spectral::{is_alpha, outside};
 use super::verdicts::{Early, Verdicts};
 use super::{Kind, Options, Role, Severity};
@@ -135,8 +135,14 @@ impl Triggers {
             urgent |= raise(announced, kinds, tag, &predicted, &mut watch.forced);
         }
         let run_last_step = context.last_step;
-        for (tag, watch) in &mut self.scalars {
-            let predicted = watch.predict(run_last_step);
+        let none = StepRuns::default();
+        let skips = self.scalars.get(SKIPPED_TAG).map_or(&none, |w| &w.skips);
+        let predictions: Vec<_> = self
+            .scalars
+            .values()
+            .map(|w| w.predict(run_last_step, skips))
+            .collect();
+        for ((tag, watch), predicted) in self.scalars.iter_mut().zip(predictions) {
             urgent |= raise(announced, kinds, tag, &predicted, &mut watch.forced);
         }
         urgent
@@ -304,6 +310,8 @@ pub(super) struct Context<'a> {
     nonfinite_scalar: Option<i64>,
     /// The run records the steps its loss scaler skipped.
     skips_recorded: bool,
+    /// The first and last of the skipped steps that end that record one after the other.
+    skipped_tail: Option<(i64, i64)>,
 }
 
 impl<'a> Context<'a> {
@@ -328,8 +336,19 @@ impl<'a> Context<'a> {
             interval,
             loss: strongest(loss_watches.clone().filter_map(|w| w.loss.evidence(&w.tag))),
             curve: LossCurve::longest(loss_watches.filter_map(|w| w.curve.as_ref())),
-            nonfinite_scalar: scalars.values().filter_map(|w| w.nonfinite_step).min(),
+            nonfinite_scalar: {
+                let none = StepRuns::default();
+                let skips = scalars.get(SKIPPED_TAG).map_or(&none, |w| &w.skips);
+                let firsts = scalars
+                    .values()
+                    .filter_map(|w| w.nonfinite.first_outside(skips));
+                firsts.min()
+            },
             skips_recorded: scalars.contains_key(SKIPPED_TAG),
+            skipped_tail: scalars.get(SKIPPED_TAG).and_then(|w| {
+                let last = w.last_step?;
+                Some((last - w.streak as i64 + 1, last))
+            }),
         }
     }
 
@@ -471,9 +490,13 @@ impl Watch {
         let interval = || self.end_and_interval().1.or(context.interval);
         let end = self.tentative.as_ref().map(|t| t.0).or(self.last_step);
         let stopped = end.is_some_and(|end| {
+            // As `rules::stopped`: every step after it skipped by the loss scaler.
+            let skipped_after = context
+                .skipped_tail
+                .is_some_and(|(from, to)| from > end && to >= context.last_step);
             let nan_after = context.nonfinite_scalar.is_some_and(|s| s >= end);
             let gap = context.last_step - end;
-            gap > 0 && stopped_by(gap, interval(), nan_after)
+            gap > 0 && !skipped_after && stopped_by(gap, interval(), nan_after)
         });
         let diverged = context.loss.is_some();
         let current = self.tentative.as_ref().map_or(&self.verdicts, |t| &t.1);
@@ -524,7 +547,10 @@ struct ScalarWatch {
     tag: String,
     role: Role,
     folded: usize,
-    nonfinite_step: Option<i64>,
+    /// The steps its value was NaN or infinite at.
+    nonfinite: StepRuns,
+    /// The steps of the run's record of skipped steps, where this scalar is that record.
+    skips: StepRuns,
     last: f64,
     /// The last step, and how many steps end the series one after the other.
     last_step: Option<i64>,
@@ -540,7 +566,8 @@ impl ScalarWatch {
             tag: tag.to_owned(),
             role,
             folded: 0,
-            nonfinite_step: None,
+            nonfinite: StepRuns::default(),
+            skips: StepRuns::default(),
             last: f64::NAN,
             last_step: None,
             streak: 0,
@@ -552,7 +579,10 @@ impl ScalarWatch {
 
     fn push(&mut self, step: i64, value: f64) {
         if !value.is_finite() {
-            self.nonfinite_step.get_or_insert(step);
+            self.nonfinite.insert(step);
+        }
+        if self.tag == SKIPPED_TAG {
+            self.skips.insert(step);
         }
         self.last = value;
         self.streak = if self.last_step == Some(step - 1) {
@@ -568,13 +598,14 @@ impl ScalarWatch {
         self.folded += 1;
     }
 
-    fn predict(&self, run_last_step: i64) -> [Option<(Kind, Severity)>; 3] {
-        let nonfinite = (self.role != Role::Spectrum && self.nonfinite_step.is_some()).then(|| {
-            (
-                Kind::Nonfinite,
-                nonfinite_severity(self.role, !self.last.is_finite()),
-            )
-        });
+    /// As `scalars::nonfinite_scalar` and `skipped::skipped_steps` judge the scalar, its
+    /// values at the run's `skips` left out.
+    fn predict(&self, run_last_step: i64, skips: &StepRuns) -> [Option<(Kind, Severity)>; 3] {
+        let diverged = self.role != Role::Spectrum && self.nonfinite.first_outside(skips).is_some();
+        let to_the_end =
+            !self.last.is_finite() && !self.last_step.is_some_and(|step| skips.contains(step));
+        let nonfinite =
+            diverged.then(|| (Kind::Nonfinite, nonfinite_severity(self.role, to_the_end)));
         let spectral = (is_alpha(&self.tag, self.role) && outside(self.last))
             .then_some((Kind::Spectral, Severity::Info));
         let skipped = self
