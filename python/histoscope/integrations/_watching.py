@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _args
 from ..write.alerts import Alert, AlertPolicy, stops_training
+from ..write.optimizer_steps import UnscaleHook, unscale_once
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
-from ..write.step_capture import trainer_step
+from ..write.step_capture import log_loss_scale, trainer_step
 from ..write.watch import NO_SINK, Watch, writes_here
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ class Watching:
         self.problem: Alert | None = None
         self._listened: Run | None = None
         self.captured = False
+        self._unscale_hook: UnscaleHook | None = None
+        self._taken: int | None = None  # the step last captured or recorded skipped
 
     def start(
         self,
@@ -112,15 +115,31 @@ class Watching:
             _log.warning("histoscope: stopping the training after this step (stop_on): %s", why)
         return stop
 
-    def capture_if_due(self, scaler: Any = None) -> None:
+    def capture_at_unscale(self, scaler: Any) -> None:
+        """Captures each step as the trainer's loss ``scaler`` unscales the gradients: for a
+        trainer that clips them before its callbacks' hook (the transformers Trainer)."""
+        if self.watch is None or scaler is None or not scaler.is_enabled():
+            return
+        self._unscale_hook = UnscaleHook(scaler, lambda _optimizer: self._take(scaler))
+
+    def capture_if_due(self, scaler: Any = None, optimizer: Any = None) -> None:
         """Captures the model if this is a logging step: just before an optimizer step.
         A step the trainer's loss ``scaler`` will skip (its gradients overflowed) is
-        recorded as skipped instead (`histoscope.write.step_capture.trainer_step`)."""
-        if self.watch is None or not trainer_step(self.watch, scaler):
+        recorded as skipped instead (`histoscope.write.step_capture.trainer_step`).
+        Under `capture_at_unscale`, the step was taken as the scaler unscaled
+        ``optimizer``'s gradients, which is done now if the trainer has not."""
+        if self._unscale_hook is not None and optimizer is not None:
+            unscale_once(scaler, getattr(optimizer, "optimizer", optimizer))  # accelerate's
+        self._take(scaler)
+
+    def _take(self, scaler: Any) -> None:
+        if self.watch is None or self._taken == self.watch.step:
             return
-        if self.watch.due():
+        step = self._taken = self.watch.step
+        if trainer_step(self.watch, scaler) and self.watch.due():
             self.watch.capture()
             self.captured = True
+            log_loss_scale(self.watch, scaler, step)
 
     def _noted(self, alert: Alert) -> None:
         if self.problem is None and self.stop_on is not None:
@@ -133,6 +152,9 @@ class Watching:
             return
         self.watch.remove()
         self.watch = None
+        if self._unscale_hook is not None:
+            self._unscale_hook.remove()
+            self._unscale_hook = None
         if self.owns_run and self.run is not None:
             self.run.finish()
 

@@ -1,8 +1,11 @@
 """A Hugging Face ``transformers`` callback that watches the model and logs to a histoscope run.
 
-Gradients and parameters are captured just before each optimizer step (after
-gradient accumulation and clipping), at the step the Trainer reports that
-batch's loss at: ``state.global_step + 1``. The Trainer's logs (loss,
+Gradients and parameters are captured once per optimizer step, after gradient
+accumulation, at the step the Trainer reports that batch's loss at:
+``state.global_step + 1``. Under ``fp16`` they are captured as the loss scaler
+unscales them, before ``max_grad_norm`` clips them; a step the scaler skips is
+recorded as skipped. Otherwise they are captured just before the optimizer's
+step: after clipping, since the Trainer has no hook between the two. The Trainer's logs (loss,
 learning rate, ...) are logged as scalars at ``state.global_step``, so both
 line up in one run.
 """
@@ -61,11 +64,11 @@ class HistoscopeCallback(WatchingCallback, TrainerCallback):  # type: ignore[mis
             step=lambda: state.global_step + 1,
             writes=state.is_world_process_zero,
         )
+        self._watching.capture_at_unscale(_scaler(kwargs.get("optimizer")))
 
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        # fp16: accelerate's optimizer holds the scaler (it unscaled the gradients to clip).
-        scaler = getattr(kwargs.get("optimizer"), "scaler", None)
-        self._watching.capture_if_due(scaler)
+        optimizer = kwargs.get("optimizer")
+        self._watching.capture_if_due(_scaler(optimizer), optimizer)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._watching.stop_requested():
@@ -93,3 +96,8 @@ def _logging_steps(args: Any) -> int:
     """``args.logging_steps`` as a number of steps; a fraction of the run (< 1) counts as 1."""
     steps = getattr(args, "logging_steps", 1)
     return int(steps) if steps >= 1 else 1
+
+
+def _scaler(optimizer: Any) -> Any:
+    """fp16: accelerate's optimizer holds the loss scaler (None otherwise)."""
+    return getattr(optimizer, "scaler", None)

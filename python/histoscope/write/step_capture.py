@@ -24,6 +24,7 @@ __all__ = [
     "attempt_step",
     "capture_backward",
     "hold",
+    "log_loss_scale",
     "record_skips",
     "trainer_step",
     "unapplied_attempt",
@@ -102,9 +103,7 @@ def applied(watch: Watch, step: int) -> None:
         watch._alerts.at_logged_step()
     else:
         watch.capture(step)
-    scale = loss_scale(attempts.scaler if attempts else None)
-    if scale is not None and watch._writes and not watch.sink.closed:
-        watch.sink.log({LOSS_SCALE_KEY: scale}, step=step)
+    log_loss_scale(watch, attempts.scaler if attempts else None, step)
 
 
 def unscaled(watch: Watch, step: int) -> None:
@@ -163,17 +162,22 @@ def trainer_step(watch: Watch, scaler: Any = None) -> bool:
     """A trainer's optimizer step about to be taken (its callbacks' hook, after the loss
     scaler's ``unscale_``): under an enabled ``scaler``, gradients that are not all finite
     mean it will skip the step, which is recorded instead of captured. Returns whether
-    the step goes on to be captured if due."""
+    the step goes on to be captured if due (then `log_loss_scale`)."""
     if scaler is None or not scaler.is_enabled():
         return True
     grads = [p.grad for p in watch._grad_params if p.grad is not None]
     if _all_finite(grads):
-        scale = loss_scale(scaler)
-        if scale is not None and watch._writes and watch.due() and not watch.sink.closed:
-            watch.sink.log({LOSS_SCALE_KEY: scale}, step=watch.step)
         return True
     record_skips(watch, [watch.step], scaler, after=False)
     return False
+
+
+def log_loss_scale(watch: Watch, scaler: Any, step: int) -> None:
+    """The loss scale a logged step ran under, written after its histograms: a scalar of
+    a later step would make the live diagnosis take the step's histograms as missing."""
+    scale = loss_scale(scaler)
+    if scale is not None and watch._writes and not watch.sink.closed:
+        watch.sink.log({LOSS_SCALE_KEY: scale}, step=step)
 
 
 def _all_finite(tensors: list[Any]) -> bool:
