@@ -56,7 +56,7 @@ from .shards import Local, Piece
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Layout", "Merge", "Wanted"]
+__all__ = ["Layout", "Merge", "Wanted", "check_writer", "wanted_of"]
 
 Wanted = tuple[str, Piece, bool]
 """A tensor to log: its key, its parameter, and whether it is the parameter's gradient."""
@@ -290,3 +290,24 @@ def _world_size() -> int:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0][:200] if text else "no message"
+
+
+def wanted_of(pieces: list[Piece], options: WatchOptions) -> list[Wanted]:
+    """The tensors of ``pieces`` a watch with ``options`` logs: parameters, gradients."""
+    wanted: list[Wanted] = []
+    if options.parameters:
+        wanted += [(f"parameters/{p.name}", p, False) for p in pieces]
+    if options.gradients:
+        wanted += [(f"gradients/{p.name}", p, True) for p in pieces if p.requires_grad]
+    return wanted
+
+
+def check_writer(options: WatchOptions) -> None:
+    """Raises ValueError unless ``options.rank`` is a rank of ``torch.distributed``."""
+    import torch.distributed as dist
+
+    if options.rank >= dist.get_world_size():
+        raise ValueError(
+            f"rank must be a rank of torch.distributed, from 0 to {dist.get_world_size() - 1}, "
+            f"got {options.rank}"
+        )

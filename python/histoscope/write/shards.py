@@ -29,12 +29,24 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import warnings
 from typing import TYPE_CHECKING, Any
+
+from ..errors import ShardedWarning
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["WRAPPER_NAMES", "Found", "Local", "Piece", "find_pieces", "original_name", "refuse"]
+__all__ = [
+    "WRAPPER_NAMES",
+    "Found",
+    "Local",
+    "Piece",
+    "find_pieces",
+    "original_name",
+    "refuse",
+    "warn_unsupported",
+]
 
 WRAPPER_NAMES = frozenset(
     {"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod", "_flat_param"}
@@ -280,3 +292,15 @@ def _dtensor_class() -> type | None:
     except ImportError:  # torch older than 2.4, or without torch.distributed
         return None
     return DTensor
+
+
+def warn_unsupported(model: str, unsupported: dict[str, list[str]]) -> None:
+    """Says which parameters of ``model`` a sharding scheme it cannot merge leaves out."""
+    for scheme, names in unsupported.items():
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        warnings.warn(
+            f"histoscope watch of {model}: {scheme} are not supported, so these parameters "
+            f"and their gradients are not logged: {shown}",
+            ShardedWarning,
+            stacklevel=4,
+        )

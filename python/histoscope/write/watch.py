@@ -40,12 +40,11 @@ gradient hooks add no graph break, and activation hooks run outside the graphs
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import _core
-from ..errors import ShardedWarning, UnloggedWarning
+from ..errors import UnloggedWarning
 from .autograd_hooks import on_gradient, outside_compiled_graphs, queue_callback, tensors_of
 from .batched import batch_of, bin_batch
 from .device import Binned
@@ -54,8 +53,8 @@ from .optimizer import OptimizerWatch
 from .optimizer_steps import StepAttempts
 from .options import WatchOptions
 from .said_once import SaidOnce
-from .sharded import Merge, Wanted
-from .shards import Piece, find_pieces, original_name
+from .sharded import Merge, Wanted, check_writer, wanted_of
+from .shards import find_pieces, original_name, warn_unsupported
 from .sinks import NO_SINK, HistogramSink, NoSink
 from .spectrum import SpectralCapture
 from .step_capture import (
@@ -138,11 +137,11 @@ class Watch:
         pieces = [piece for piece in found.pieces if options.keeps(piece.name, piece.tensor)]
         self._parameters = named if options.parameters else []
         self._gradients = [(n, p) for n, p in named if p.requires_grad] if options.gradients else []
-        self._sharded: list[Wanted] = _wanted(pieces, options)
+        self._sharded: list[Wanted] = wanted_of(pieces, options)
         # Every rank of a sharded model takes part in each logged step's collectives.
         self._merge = Merge(options, type(module).__name__) if found.spread else None
         if found.spread:
-            _check_writer(options)
+            check_writer(options)
         self._writes = writes_here(options)
         self._alerts = WatchAlerts(sink, options)
         # Under alerts="raise" every rank counts its steps, to agree on stopping at one.
@@ -160,7 +159,7 @@ class Watch:
         self._grad_params = list({id(p): p for p in grad_params}.values())
         self._backward_hooks = backward_hooks
         if found.unsupported and self._writes:
-            _warn_unsupported(type(module).__name__, found.unsupported)
+            warn_unsupported(type(module).__name__, found.unsupported)
         if not self.active:
             return
         if backward_hooks:
@@ -468,33 +467,3 @@ def _rank() -> int:
     import torch.distributed as dist
 
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-
-
-def _wanted(pieces: list[Piece], options: WatchOptions) -> list[Wanted]:
-    wanted: list[Wanted] = []
-    if options.parameters:
-        wanted += [(f"parameters/{p.name}", p, False) for p in pieces]
-    if options.gradients:
-        wanted += [(f"gradients/{p.name}", p, True) for p in pieces if p.requires_grad]
-    return wanted
-
-
-def _check_writer(options: WatchOptions) -> None:
-    import torch.distributed as dist
-
-    if options.rank >= dist.get_world_size():
-        raise ValueError(
-            f"rank must be a rank of torch.distributed, from 0 to {dist.get_world_size() - 1}, "
-            f"got {options.rank}"
-        )
-
-
-def _warn_unsupported(model: str, unsupported: dict[str, list[str]]) -> None:
-    for scheme, names in unsupported.items():
-        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        warnings.warn(
-            f"histoscope watch of {model}: {scheme} are not supported, so these parameters "
-            f"and their gradients are not logged: {shown}",
-            ShardedWarning,
-            stacklevel=4,
-        )
