@@ -43,10 +43,14 @@ class Setup:
     """Whether ``engine.module`` is watched rather than the engine."""
     activations: bool = False
     filtered: bool = False
-    partitioned_at_init: bool = False
-    fp32_accumulation: bool = False
-    """Whether the model is made inside ``deepspeed.zero.Init``, partitioned as it is made."""
     """Whether the watch's filter keeps the matrices alone, judged by their shape."""
+    partitioned_at_init: bool = False
+    """Whether the model is made inside ``deepspeed.zero.Init``, partitioned as it is made."""
+    fp32_accumulation: bool = False
+    fp16: bool = False
+    """Whether it trains in fp16 under DeepSpeed's dynamic loss scale, from a scale large
+    enough that its first steps overflow and are skipped."""
+    steps: int = STEPS
 
     def config(self) -> dict[str, Any]:
         zero: dict[str, Any] = {"stage": self.stage}
@@ -59,6 +63,7 @@ class Setup:
             "gradient_accumulation_steps": self.accumulation,
             "zero_optimization": zero,
             "bf16": {"enabled": self.bf16},
+            "fp16": {"enabled": self.fp16, "initial_scale_power": 18},
             # torch's AdamW, which runs without DeepSpeed's unbuilt CPU Adam.
             "zero_force_ds_cpu_optimizer": False,
             "steps_per_print": 10**9,
@@ -84,6 +89,10 @@ SETUPS: dict[str, Setup] = {
     # DeepSpeed's BF16_Optimizer, which keeps each gradient whole on every rank.
     "zero1_bf16_fp32_accumulation": Setup(1, bf16=True, fp32_accumulation=True),
     "zero3_init": Setup(3, partitioned_at_init=True),
+    "zero0_fp16": Setup(0, fp16=True, steps=8),
+    "zero1_fp16": Setup(1, fp16=True, steps=8),
+    "zero2_fp16_accumulation": Setup(2, fp16=True, steps=8, accumulation=2),
+    "zero3_fp16": Setup(3, fp16=True, steps=8),
 }
 
 
@@ -104,6 +113,8 @@ def join(rank: int, world: int, init_file: str) -> None:
 def engine_of(setup: Setup) -> Any:
     import deepspeed
 
+    if setup.fp16:
+        fp16_as_on_a_gpu()
     torch.manual_seed(0)
     if setup.partitioned_at_init:
         with deepspeed.zero.Init(config_dict_or_path=setup.config()):
@@ -130,19 +141,23 @@ def train_watched(rank: int, out: Path, setup: Setup) -> None:
     from deepspeed.utils import safe_get_full_fp32_param, safe_get_full_grad
 
     engine = engine_of(setup)
-    dtype = torch.bfloat16 if setup.bf16 else torch.float32
+    dtype = torch.bfloat16 if setup.bf16 else torch.float16 if setup.fp16 else torch.float32
     if rank == 0:
         hs.init("p", run_name="r", dir=out)
     watched = engine.module if setup.module else engine
     keeps = (lambda _name, tensor: tensor.dim() == 2) if setup.filtered else None
     watch = hs.watch(watched, log="all", every=1, activations=setup.activations, filter=keeps)
     expected: dict[str, np.ndarray] = {}
-    for micro in range(STEPS * setup.accumulation):
+    skipped: list[int] = []
+    for micro in range(setup.steps * setup.accumulation):
         generator = torch.Generator().manual_seed(1000 * micro + rank)
         loss = engine(torch.randn(6, 5, generator=generator).to(dtype)).float().pow(2).mean()
         engine.backward(loss)
-        if engine.is_gradient_accumulation_boundary():
-            step = engine.global_steps
+        boundary = engine.is_gradient_accumulation_boundary()
+        if boundary:
+            step, skips = engine.global_steps, engine.skipped_steps
+            # fp16: the gradients are still multiplied by the loss scale; the step divides.
+            unscale = 1.0 / engine.optimizer.loss_scale if setup.fp16 else 1.0
             for name, parameter in engine.module.named_parameters():
                 if setup.filtered and name not in MATRICES:
                     continue
@@ -150,14 +165,27 @@ def train_watched(rank: int, out: Path, setup: Setup) -> None:
                 if whole is None:  # stage 0 keeps no fp32 copy: the parameter is whole
                     whole = parameter
                 expected[f"{step}:parameters/{name}"] = _numpy(whole)
-                expected[f"{step}:gradients/{name}"] = _numpy(safe_get_full_grad(parameter))
+                grad = safe_get_full_grad(parameter).float().mul(unscale)
+                expected[f"{step}:gradients/{name}"] = _numpy(grad)
         engine.step()
+        if boundary and engine.skipped_steps > skips:  # an overflow: nothing logged
+            skipped.append(step)
+            expected = {k: v for k, v in expected.items() if not k.startswith(f"{step}:")}
     if rank == 0:
         hs.finish()
         np.savez(out / "expected.npz", **expected)
-        (out / "engine.json").write_text(json.dumps(_described(engine)))
+        described = {**_described(engine), "skipped": skipped}
+        (out / "engine.json").write_text(json.dumps(described))
     watch.remove()
     engine.destroy()
+
+
+def fp16_as_on_a_gpu() -> None:
+    """DeepSpeed's CPU accelerator says it has no fp16, so DeepSpeed refuses it there; its
+    fp16 optimizers and loss scaler run on the CPU as on a GPU once told otherwise."""
+    from deepspeed.accelerator import get_accelerator
+
+    type(get_accelerator()).is_fp16_supported = lambda _self: True
 
 
 def _described(engine: Any) -> dict[str, Any]:

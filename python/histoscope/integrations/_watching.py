@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _args
 from ..write.alerts import Alert, AlertPolicy, stops_training
-from ..write.optimizer_steps import UnscaleHook, unscale_once
+from ..write.optimizer_steps import UnscaleHook, loss_scale, unscale_once
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
@@ -139,7 +139,7 @@ class Watching:
         if trainer_step(self.watch, scaler) and self.watch.due():
             self.watch.capture()
             self.captured = True
-            log_loss_scale(self.watch, scaler, step)
+            log_loss_scale(self.watch, loss_scale(scaler), step)
 
     def _noted(self, alert: Alert) -> None:
         if self.problem is None and self.stop_on is not None:

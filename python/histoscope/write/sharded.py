@@ -116,8 +116,11 @@ class Merge:
 
         return self.options.all_ranks or dist.get_rank() == self.options.rank
 
-    def capture(self, step: int, wanted: Sequence[Wanted]) -> dict[str, Binned]:
-        """The whole histograms of every rank's ``wanted`` tensors, on the rank that writes.
+    def capture(
+        self, step: int, wanted: Sequence[Wanted], loss_scale: float | None = None
+    ) -> dict[str, Binned]:
+        """The whole histograms of every rank's ``wanted`` tensors, on the rank that writes;
+        gradients divided by ``loss_scale`` where they are still multiplied by it.
 
         Every rank with a sharded model calls this at the same step, with the
         tensors it holds (none, on a rank off the model's meshes).
@@ -128,7 +131,7 @@ class Merge:
             if self._layout is None:
                 self.group = _gloo_world(self.options.timeout)
                 self._layout = Layout.agreed(wanted, self.group)
-            return self._merge(step, wanted, self._layout)
+            return self._merge(step, wanted, self._layout, loss_scale)
         except Exception as error:  # noqa: BLE001 - a failed peer must not stop training
             self.failed = True
             self._warn(
@@ -148,12 +151,14 @@ class Merge:
             dist.destroy_process_group(self.group)
         self.group = None
 
-    def _merge(self, step: int, wanted: Sequence[Wanted], layout: Layout) -> dict[str, Binned]:
+    def _merge(
+        self, step: int, wanted: Sequence[Wanted], layout: Layout, loss_scale: float | None
+    ) -> dict[str, Binned]:
         import torch.distributed as dist
 
         n, bins = len(layout.keys), self.options.bins
         mine = [(row, entry) for row, entry in zip(layout.rows, wanted) if row is not None]
-        locals_ = [self._local(step, key, piece, grad) for _, (key, piece, grad) in mine]
+        locals_ = [self._local(step, k, piece, grad, loss_scale) for _, (k, piece, grad) in mine]
         at = np.array([row for row, _ in mine], dtype=np.int64)
         tensors = [_values(local) for local in locals_]
         count, low, high, mean, m2, nonfinite = local_moments(tensors).T
@@ -203,11 +208,18 @@ class Merge:
             )
         return self.writes
 
-    def _local(self, step: int, key: str, piece: Piece, gradient: bool) -> Local | None:
+    def _local(
+        self, step: int, key: str, piece: Piece, gradient: bool, loss_scale: float | None
+    ) -> Local | None:
         """This rank's values of a tensor; None when it has none, or they cannot be had
         (said here; the rank that writes then says the tensor was left out)."""
         try:
-            return piece.gradient() if gradient else piece.parameter()
+            if not gradient:
+                return piece.parameter()
+            local = piece.gradient()
+            if local is None or loss_scale is None:
+                return local
+            return Local(local.values.float().mul(1.0 / loss_scale), local.counted)
         except Exception as error:  # noqa: BLE001 - one tensor lost, the step goes on
             self._warn(step, f"{key}: {type(error).__name__}: {_first_line(error)}; not logged")
             return None

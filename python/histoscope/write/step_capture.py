@@ -14,20 +14,24 @@ from __future__ import annotations
 from typing import Any
 
 from .optimizer_steps import LOSS_SCALE_KEY, SKIPPED_KEY, loss_scale
+from .zero import engine_loss_scale
 
 # A `histoscope.write.watch.Watch`: named loosely, since the watch imports this module.
 Watch = Any
 
 __all__ = [
+    "EngineSteps",
     "Held",
     "applied",
     "attempt_step",
     "capture_backward",
     "hold",
     "log_loss_scale",
+    "record_skip",
     "record_skips",
     "trainer_step",
     "unapplied_attempt",
+    "unscale",
     "unscaled",
 ]
 
@@ -103,7 +107,7 @@ def applied(watch: Watch, step: int) -> None:
         watch._alerts.at_logged_step()
     else:
         watch.capture(step)
-    log_loss_scale(watch, attempts.scaler if attempts else None, step)
+    log_loss_scale(watch, loss_scale(attempts.scaler if attempts else None), step)
 
 
 def unscaled(watch: Watch, step: int) -> None:
@@ -147,15 +151,21 @@ def record_skips(watch: Watch, steps: list[int], scaler: Any = None, *, after: b
     scale = loss_scale(scaler, skipped=after)
     backoff = scaler.get_backoff_factor() if scaler is not None and scale is not None else 1.0
     for i, step in enumerate(steps):
-        watch._skipped += 1
-        if watch._writes and not watch.sink.closed:
-            scalars = {SKIPPED_KEY: float(watch._skipped)}
-            if scale is not None:
-                scalars[LOSS_SCALE_KEY] = scale / backoff ** (len(steps) - 1 - i)
-            watch.sink.log(scalars, step=step)
-        # Judged before the next step runs (alerts="raise"), as a logged step is; every
-        # rank skips the same steps, so those agreeing on a stop take part together.
-        watch._alerts.at_logged_step()
+        ran_under = None if scale is None else scale / backoff ** (len(steps) - 1 - i)
+        record_skip(watch, step, ran_under)
+
+
+def record_skip(watch: Watch, step: int, scale: float | None) -> None:
+    """One step the loss scaler skipped, under ``scale``: counted and written."""
+    watch._skipped += 1
+    if watch._writes and not watch.sink.closed:
+        scalars = {SKIPPED_KEY: float(watch._skipped)}
+        if scale is not None:
+            scalars[LOSS_SCALE_KEY] = scale
+        watch.sink.log(scalars, step=step)
+    # Judged before the next step runs (alerts="raise"), as a logged step is; every
+    # rank skips the same steps, so those agreeing on a stop take part together.
+    watch._alerts.at_logged_step()
 
 
 def trainer_step(watch: Watch, scaler: Any = None) -> bool:
@@ -172,12 +182,64 @@ def trainer_step(watch: Watch, scaler: Any = None) -> bool:
     return False
 
 
-def log_loss_scale(watch: Watch, scaler: Any, step: int) -> None:
+def log_loss_scale(watch: Watch, scale: float | None, step: int) -> None:
     """The loss scale a logged step ran under, written after its histograms: a scalar of
     a later step would make the live diagnosis take the step's histograms as missing."""
-    scale = loss_scale(scaler)
     if scale is not None and watch._writes and not watch.sink.closed:
         watch.sink.log({LOSS_SCALE_KEY: scale}, step=step)
+
+
+def unscale(gradient: Any, scale: float | None) -> Any:
+    """``gradient`` as the optimizer applies it when the loss was multiplied by ``scale``:
+    in float32, times the scale's reciprocal, as DeepSpeed's step unscales it."""
+    return gradient if scale is None else gradient.float().mul(1.0 / scale)
+
+
+class EngineSteps:
+    """A DeepSpeed engine's optimizer steps, for a watch captured at them. In fp16 the
+    engine's gradients stay multiplied by its loss scale until its optimizer's step, and
+    whether the step is applied or skipped (an overflow) is known only once it returns:
+    a due step is binned before, unscaled, and written or recorded skipped after."""
+
+    def __init__(self, watch: Watch, engine: Any) -> None:
+        self.watch = watch
+        self.engine = engine
+        self._stepping: tuple[int, float, int] | None = None
+
+    def begin(self) -> None:
+        watch, scale = self.watch, engine_loss_scale(self.engine)
+        if scale is None:
+            watch._backward_ends()
+            return
+        step = watch.step
+        self._stepping = (step, scale, int(self.engine.skipped_steps))
+        try:
+            if watch._histograms_due(step):
+                watch._loss_scale = scale
+                watch._pending = (step, watch._binned(step, held=True))
+            if watch._spectra is not None and watch._spectra.due(step):
+                watch._log_spectra(step)  # the parameters, whatever becomes of the step
+        finally:
+            watch._loss_scale = None
+            watch._count += 1
+
+    def end(self) -> None:
+        watch, stepping, self._stepping = self.watch, self._stepping, None
+        pending, watch._pending = watch._pending, None
+        if stepping is None:
+            return
+        step, scale, skips = stepping
+        if int(self.engine.skipped_steps) > skips:
+            record_skip(watch, step, scale)
+            return
+        if pending is None or pending[0] != step:
+            return
+        watch._last_logged = step
+        watch._activations = {}
+        if pending[1] is not None:
+            watch._write(step, *pending[1])
+        watch._alerts.at_logged_step()
+        log_loss_scale(watch, scale, step)
 
 
 def _all_finite(tensors: list[Any]) -> bool:

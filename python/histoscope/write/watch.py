@@ -58,12 +58,14 @@ from .shards import find_pieces, original_name, warn_unsupported
 from .sinks import NO_SINK, HistogramSink, NoSink
 from .spectrum import SpectralCapture
 from .step_capture import (
+    EngineSteps,
     Held,
     applied,
     attempt_step,
     capture_backward,
     hold,
     unapplied_attempt,
+    unscale,
     unscaled,
 )
 from .watch_alerts import WatchAlerts
@@ -117,6 +119,7 @@ class Watch:
         self._bin_at_backward = False
         self._pending: tuple[int, tuple[list[str], Any] | None] | None = None
         self._attempts: StepAttempts | None = None
+        self._loss_scale: float | None = None  # gradients binned are divided by it (DeepSpeed)
         # "optimizer" or "backward" once known; a named optimizer settles it at once.
         self._capture_at: str | None = None if options.optimizer is None else "optimizer"
         self._last_logged: int | None = None
@@ -182,7 +185,8 @@ class Watch:
         if backward_hooks and not self._grad_params:
             self._handles.append(module.register_forward_hook(self._frozen_forward_ends))
         if engine is not None:
-            self._handles.append(BeforeEngineStep(engine, self._backward_ends))
+            steps = EngineSteps(self, engine)
+            self._handles.append(BeforeEngineStep(engine, steps.begin, steps.end))
         if options.activations and self._writes:
             for name, leaf in module.named_modules():
                 if name and not any(True for _ in leaf.children()):
@@ -278,12 +282,15 @@ class Watch:
         keyed: list[tuple[str, torch.Tensor]] = []
         if self._writes:
             keyed += [(f"parameters/{n}", p) for n, p in self._parameters]
-            keyed += [(f"gradients/{n}", p.grad) for n, p in self._gradients if p.grad is not None]
+            grads = [(n, p.grad) for n, p in self._gradients if p.grad is not None]
+            keyed += [(f"gradients/{n}", unscale(g, self._loss_scale)) for n, g in grads]
         if self._activations_step == step:
             keyed += [(f"activations/{key}", t) for key, t in self._activations.items()]
         if not held:
             self._activations = {}
-        merged = {} if self._merge is None else self._merge.capture(step, self._sharded)
+        merged = {}
+        if self._merge is not None:
+            merged = self._merge.capture(step, self._sharded, self._loss_scale)
         return self._bin(step, keyed, merged)
 
     def remove(self) -> None:

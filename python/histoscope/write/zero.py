@@ -47,7 +47,14 @@ from .shards import Found, Local, Piece, original_name, refuse
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BeforeEngineStep", "engine_of", "engine_stepping", "find_zero_pieces", "inner_module"]
+__all__ = [
+    "BeforeEngineStep",
+    "engine_loss_scale",
+    "engine_of",
+    "engine_stepping",
+    "find_zero_pieces",
+    "inner_module",
+]
 
 
 class ZeroPiece(Piece):
@@ -174,6 +181,15 @@ def engine_stepping(model: Any, options: WatchOptions) -> tuple[Any, WatchOption
     return engine, dataclasses.replace(options, step=lambda: int(engine.global_steps))
 
 
+def engine_loss_scale(engine: Any) -> float | None:
+    """The dynamic loss scale of an engine training in fp16 (None otherwise): its
+    gradients are that many times the applied ones until its optimizer's step unscales
+    them, together with clipping, in one multiply."""
+    if not engine.fp16_enabled():
+        return None
+    return float(engine.optimizer.loss_scale)
+
+
 def inner_module(model: Any) -> Any:
     """``model.module`` when ``model`` is a `DeepSpeedEngine`; else ``model``."""
     engine_class = _engine_class()
@@ -184,17 +200,23 @@ def inner_module(model: Any) -> Any:
 
 class BeforeEngineStep:
     """Calls ``callback`` just before each ``engine.step()`` that steps the optimizer (at a
-    gradient accumulation boundary), until `remove`."""
+    gradient accumulation boundary), and ``after`` once it returns, until `remove`."""
 
-    def __init__(self, engine: Any, callback: Callable[[], None]) -> None:
+    def __init__(
+        self, engine: Any, callback: Callable[[], None], after: Callable[[], None] | None = None
+    ) -> None:
         self._engine = engine
         self._own = engine.__dict__.get("step")
         original = engine.step
 
         def step(*args: Any, **kwargs: Any) -> Any:
-            if engine.is_gradient_accumulation_boundary():
-                callback()
-            return original(*args, **kwargs)
+            if not engine.is_gradient_accumulation_boundary():
+                return original(*args, **kwargs)
+            callback()
+            stepped = original(*args, **kwargs)
+            if after is not None:
+                after()
+            return stepped
 
         self._step = step
         engine.step = step
