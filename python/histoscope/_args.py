@@ -33,6 +33,8 @@ from .errors import NotWholeNumberError
 
 __all__ = [
     "DEFAULT_CACHE_MB",
+    "MIN_TOKEN_LENGTH",
+    "TOKEN_CHARACTERS",
     "Bins",
     "bin_count",
     "bins_or_edges",
@@ -46,6 +48,7 @@ __all__ = [
     "one_of",
     "seconds",
     "text_path",
+    "token",
     "usable_weights",
     "value_range",
     "wall_time",
@@ -110,6 +113,37 @@ def cache_megabytes(text: str) -> int:
             f"--cache-mb must be a whole number of megabytes, at least 1, got {text!r}"
         )
     return megabytes
+
+
+#: The fewest characters of a viewer's token (``--token``): the length of 16 random bytes
+#: (128 bits) written in base64url, as ``secrets.token_urlsafe(16)`` writes them.
+MIN_TOKEN_LENGTH = 22
+
+#: The characters a token may hold: those a URL and a cookie carry as they are.
+TOKEN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def token(text: str, name: str = "--token") -> str:
+    """A viewer's secret as its user gave it (``name`` says where): at least
+    `MIN_TOKEN_LENGTH` characters of `TOKEN_CHARACTERS`. The error never repeats the
+    text, which may be a secret meant for another use.
+
+    Example:
+        >>> token("Kq7vR2mX9pLs4TnW8yZb3c")
+        'Kq7vR2mX9pLs4TnW8yZb3c'
+        >>> token("hunter2")
+        Traceback (most recent call last):
+        ...
+        ValueError: --token must be at least 22 characters, got 7
+    """
+    if len(text) < MIN_TOKEN_LENGTH:
+        raise ValueError(f"{name} must be at least {MIN_TOKEN_LENGTH} characters, got {len(text)}")
+    if not set(text) <= TOKEN_CHARACTERS:
+        raise ValueError(
+            f"{name} may hold only letters, digits and - . _ ~ (characters a URL and a "
+            "cookie carry as they are)"
+        )
+    return text
 
 
 def bin_count(value: object, name: str = "bins") -> int:

@@ -5,9 +5,12 @@ mounted), its query string and its ``Host``: the page with the runs' listing in
 it, the assets from a fixed table, and the JSON answers of `answers`. A request
 names runs and tags, never paths: runs are looked up among those found under the
 log directory, assets in the table, so nothing a request says reaches the file
-system. Every answer, refusals included, carries the same Content-Security-Policy
-and ``nosniff``; a ``Host`` the site does not answer to is refused (400), so a web
-page the user visits cannot read the data through DNS rebinding.
+system. Every answer, refusals included, carries the same Content-Security-Policy,
+``nosniff`` and ``Referrer-Policy: no-referrer`` (so an address with a token never
+leaves through a link); a ``Host`` the site does not answer to is refused (400), so
+a web page the user visits cannot read the data through DNS rebinding. A site made
+with a token answers the page and its data only to requests that carry it
+(`access.TokenGate`).
 
 ``histoscope view`` serves it with Starlette (`viewer`); TensorBoard's
 histoscope tab with TensorBoard's own WSGI server (`tensorboard_plugin`).
@@ -29,6 +32,7 @@ from ..errors import RequestError, RequestNotFoundError
 from ..progress import Progress
 from ..read.spool import RemoteLogdir, is_url
 from . import answers, orders
+from .access import REFUSAL, TokenGate
 from .follow import DEFAULT_CACHE_BYTES, SEGMENT_BYTES, STOPPING, LogdirIndex, in_background
 from .page import MODULES, asset_text, vocabulary_script
 from .refreshed import Findings, Layouts
@@ -137,6 +141,8 @@ class Site:
     `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site;
     ``cache_bytes`` caps the buckets read again kept for all runs together; on a terminal
     ``progress``, the first read of the runs shown at first draws its progress line.
+    With a ``token``, only requests carrying it get the page and the ``api/`` answers
+    (`access.TokenGate`); without, as in TensorBoard's tab, every request does.
 
     ``logdir`` may be an fsspec URL (``storage_options`` as for `histoscope.load_histograms`),
     or ``remote`` the one it names, already open: its events files are followed into a
@@ -156,7 +162,9 @@ class Site:
         progress: TextIO | None = None,
         storage_options: Mapping[str, Any] | None = None,
         remote: RemoteLogdir | None = None,
+        token: str | None = None,
     ) -> None:
+        self.gate = None if token is None else TokenGate(token)
         self.logdir = os.fspath(logdir)
         if remote is None and is_url(self.logdir):
             remote = RemoteLogdir.open(self.logdir, storage_options)
@@ -216,19 +224,26 @@ class Site:
             name = name.split(":", 1)[0]
         return name in self.hosts
 
-    def answer(self, path: str, query: str, host_header: str) -> Answer:
+    def answer(self, path: str, query: str, host_header: str, cookie_header: str = "") -> Answer:
         """The answer to a GET of ``path`` (without the site's mount point and leading
-        slash: ``""`` is the page) with ``query``, from a client that sent ``host_header``."""
+        slash: ``""`` is the page) with ``query``, from a client that sent ``host_header``
+        and ``cookie_header``."""
         if not self.allows(host_header):
             return self._plain(400, "Invalid host header")
-        if path == "":
-            page = self.page().encode()
-            return self._respond(200, page, "text/html; charset=utf-8", no_store=True)
+        # The assets are the package's own code, the same for everyone: no token needed.
         if path == "favicon.ico":
             return Answer(204, b"", "text/plain", list(self.security))
         folder, _, name = path.partition("/")
         if folder == "assets" and name in ASSETS:
             return self._respond(200, asset_text(name).encode(), ASSETS[name] + "; charset=utf-8")
+        if self.gate is not None and self.gate.refuses(query, cookie_header):
+            return self._plain(403, REFUSAL)
+        if path == "":
+            page = self.page().encode()
+            answer = self._respond(200, page, "text/html; charset=utf-8", no_store=True)
+            if self.gate is not None:
+                answer.headers.extend(self.gate.set_cookie(query))
+            return answer
         if folder == "api" and name in self._api:
             return self._json(self._api[name], answers.Query(query))
         return self._plain(404, "not found")
