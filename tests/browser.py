@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import http.cookiejar
 import os
 import re
 import shutil
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -136,29 +138,73 @@ def assert_accessible(page: Page | Frame, **options: Any) -> None:
     assert results.violations_count == 0, results.generate_report()
 
 
-class Server:
-    """`histoscope view` on a copy of a fixture, on a free port, in a subprocess."""
+#: The address ``histoscope view`` prints: where it listens, then its token if it has one.
+PRINTED_ADDRESS = re.compile(r"histoscope view: (http://\S+/)(\?token=([\w.~-]+))?")
 
-    def __init__(self, logdir: Path, *options: str) -> None:
+
+def signed_in(
+    address: str, jar: http.cookiejar.CookieJar | None = None
+) -> urllib.request.OpenerDirector:
+    """A client that opened ``address`` (the printed one) as a browser does, and so holds
+    in ``jar`` the cookie the page's answer set: what it opens next carries it."""
+    jar = http.cookiejar.CookieJar() if jar is None else jar
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(address, timeout=30) as answer:
+        answer.read()
+    return opener
+
+
+class Server:
+    """`histoscope view` on a copy of a fixture, on a free port, in a subprocess.
+
+    ``url`` is where it listens, ``address`` the whole address it printed (with
+    ``?token=`` unless ``--no-token``), ``token`` the token; `open` and `get` ask as a
+    client that opened ``address`` first, through the cookie its page set.
+    """
+
+    def __init__(
+        self, logdir: Path | str, *options: str, env: dict[str, str] | None = None
+    ) -> None:
         self.logdir = logdir
         self.process = subprocess.Popen(
             [sys.executable, "-m", "histoscope.cli", "view", str(logdir), "--port", "0", *options],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
         line = self.process.stdout.readline()
-        match = re.search(r"http://\S+/", line)
+        match = PRINTED_ADDRESS.search(line)
         if not match:
             self.process.kill()
             pytest.fail(f"no address printed: {line!r} {self.process.stderr.read()}")
-        self.url = match.group(0)
+        self.url = match.group(1)
+        self.address = self.url + (match.group(2) or "")
+        self.token = match.group(3)
+        self.jar = http.cookiejar.CookieJar()
+        self._client: urllib.request.OpenerDirector | None = None
 
-    def get(self, raw_path: str) -> int:
-        """The status of a GET of ``raw_path`` sent as is, without normalising it."""
+    def client(self) -> urllib.request.OpenerDirector:
+        if self._client is None:
+            self._client = signed_in(self.address, self.jar)
+        return self._client
+
+    def open(self, path: str, timeout: float = 30) -> Any:
+        """The answer to a GET of ``url + path`` carrying the cookie (HTTPError for a
+        status of 400 or more)."""
+        return self.client().open(self.url + path, timeout=timeout)
+
+    def cookie(self) -> str:
+        """The ``Cookie`` header the client sends."""
+        self.client()
+        return "; ".join(f"{c.name}={c.value}" for c in self.jar)
+
+    def get(self, raw_path: str, cookie: bool = True) -> int:
+        """The status of a GET of ``raw_path`` sent as is, without normalising it, with the
+        cookie unless ``cookie`` is false."""
         parts = urlsplit(self.url)
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-        connection.request("GET", raw_path)
+        connection.request("GET", raw_path, headers={"Cookie": self.cookie()} if cookie else {})
         status = connection.getresponse().status
         connection.close()
         return status

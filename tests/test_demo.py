@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import PRINTED_ADDRESS, signed_in
 
 import histoscope
 
@@ -82,14 +81,14 @@ def test_the_report_is_written_and_its_opening_is_printed(demo: tuple[Path, str]
 def test_view_serves_the_demo_log_directory(tmp_path: Path) -> None:
     process = _demo("--out", str(tmp_path), "--steps", "10", "--view", "--port", "0")
     try:
-        address = None
+        match = None
         for line in process.stdout:
-            match = re.search(r"histoscope view: (http://\S+/)", line)
+            match = PRINTED_ADDRESS.search(line)
             if match:
-                address = match.group(1)
                 break
-        assert address, process.stderr.read()
-        with urllib.request.urlopen(address + "api/runs", timeout=10) as response:
+        assert match and match.group(3), process.stderr.read()
+        client = signed_in(match.group(0))
+        with client.open(match.group(1) + "api/runs", timeout=10) as response:
             assert json.load(response)["runs"] == RUNS
     finally:
         process.terminate()

@@ -211,7 +211,7 @@ def sweep_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_a_sweep_of_fifty_runs_filters_colours_and_overlays(
     browser: Browser, sweep_server: Server, screenshot
 ) -> None:
-    with viewed(browser, sweep_server.url) as page:
+    with viewed(browser, sweep_server.address) as page:
         status = page.locator("#status")
         expect(status).to_contain_text("50 runs (10 shown), 100 histogram keys", timeout=30000)
         # ten distinct colours for the ten runs shown, and their legend

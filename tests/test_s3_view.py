@@ -6,7 +6,6 @@ import json
 import os
 import tempfile
 import time
-import urllib.request
 import warnings
 from pathlib import Path
 from typing import Any
@@ -247,10 +246,10 @@ def test_the_viewer_follows_the_bucket_as_it_grows_one_listing_and_ranged_reads_
 def test_histoscope_view_serves_a_bucket(fixtures: Path, s3: dict[str, Any]) -> None:
     url = f"s3://{BUCKET}/logs/tf2_summary"
     with Server(url, *_options(s3)) as running:  # type: ignore[arg-type]
-        with urllib.request.urlopen(running.url + "api/runs") as answer:
+        with running.open("api/runs") as answer:
             assert json.loads(answer.read())["runs"] == ["train", "validation"]
         query = "api/series?tag=weights/dense&run=train"
-        with urllib.request.urlopen(running.url + query) as answer:
+        with running.open(query) as answer:
             (series,) = json.loads(answer.read())["series"]
         assert series["steps"] == list(range(20))
 

@@ -5,7 +5,6 @@ for screen readers, every value in a table; axe finds nothing wrong."""
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +45,7 @@ server = serving("logdir", scope="module")
 
 @pytest.fixture
 def page(browser: Browser, server: Server) -> Iterator[Page]:
-    with viewed(browser, server.url) as opened:
+    with viewed(browser, server.address) as opened:
         card = opened.locator(f'article.card[data-tag="{KEY}"]')
         card.scroll_into_view_if_needed()
         expect(card.locator(".spectral svg.spectral-panel")).to_have_count(2, timeout=15000)
@@ -54,8 +53,7 @@ def page(browser: Browser, server: Server) -> Iterator[Page]:
 
 
 def test_the_answer_holds_each_runs_figures_by_step(server: Server, logdir: Path) -> None:
-    url = server.url + f"api/spectral?tag={KEY}&run=base&run=other"
-    with urllib.request.urlopen(url) as answer:
+    with server.open(f"api/spectral?tag={KEY}&run=base&run=other") as answer:
         body = json.load(answer)
     assert body["band"] == [2.0, 6.0] and body["figures"] == ["alpha", "stable_rank"]
     assert [r["run"] for r in body["runs"]] == ["base", "other"]

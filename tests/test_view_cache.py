@@ -7,7 +7,6 @@ import io
 import json
 import shutil
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -170,16 +169,16 @@ def test_a_card_names_the_run_whose_file_was_removed_and_draws_the_others(
     logdir = _write_split_run(tmp_path)
     # A cache too small for the runs to be primed into it: cards read the files.
     with Server(logdir, "--cache-mb", "1") as server:
-        tags = server.url + "api/tags?run=a&run=b"
+        tags = "api/tags?run=a&run=b"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            with urllib.request.urlopen(tags) as answer:
+            with server.open(tags) as answer:
                 if not json.load(answer)["reading"]:
                     break
             time.sleep(0.1)
         first = min((logdir / "a").glob("*tfevents*"))
         first.unlink()
-        with viewed(browser, server.url) as page:
+        with viewed(browser, server.address) as page:
             card = page.locator('article.card[data-tag="k0"]')
             said = card.locator(".read-error")
             expect(said).to_have_count(1, timeout=15000)

@@ -50,14 +50,14 @@ def server(logdir: Path) -> Iterator[Server]:
 def page(browser: Browser, server: Server) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     opened = context.new_page()
-    opened.goto(server.url + "#runs=base")
+    opened.goto(server.address + "#runs=base")
     expect(opened.locator("#order-controls")).to_be_visible(timeout=20000)
     yield opened
     context.close()
 
 
 def answer(server: Server, path: str) -> dict:
-    with urllib.request.urlopen(server.url + path) as response:
+    with server.open(path) as response:
         return json.load(response)
 
 
@@ -78,7 +78,7 @@ def test_the_ranking_and_the_comparison_answer_in_order(server: Server) -> None:
     assert {row["step_a"] for row in steps["rows"]} == {0}
     for bad in ("api/ranking?run=base&by=nope", "api/compare?run=base"):
         with pytest.raises(urllib.error.HTTPError) as error:
-            urllib.request.urlopen(server.url + bad)
+            server.open(bad)
         assert error.value.code == 400
 
 
@@ -177,7 +177,7 @@ def test_the_overview_coloured_by_distance_equals_the_comparison(server: Server)
             assert min(cells) > 10 * max(max(found["rows"][k]) for k in KEYS if k not in CHANGED)
     for bad in ("stat=distance", "stat=distance&against=base", "stat=distance&against=nope"):
         with pytest.raises(urllib.error.HTTPError) as error:
-            urllib.request.urlopen(server.url + "api/overview?run=base&" + bad)
+            server.open("api/overview?run=base&" + bad)
         assert error.value.code == 400
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from . import __version__, _args, _core
+from .view.access import ENVIRONMENT_VARIABLE, chosen_token
 
 __all__ = ["main"]
 
@@ -103,11 +105,15 @@ def _view(args: argparse.Namespace) -> int:
     """Serves the viewer of a log directory until interrupted."""
     from .view.viewer import serve
 
-    # `demo --view` comes without --cache-mb: the viewer's default cap.
+    # `demo --view` comes without --cache-mb or the token's options: the viewer's defaults.
     cache = {"cache_bytes": args.cache_mb << 20} if getattr(args, "cache_mb", None) else {}
     storage_options = dict(getattr(args, "storage_option", None) or []) or None
+    token = chosen_token(getattr(args, "token", None), getattr(args, "no_token", False), os.environ)
     try:
-        serve(args.logdir, host=args.host, port=args.port, storage_options=storage_options, **cache)
+        serve(
+            args.logdir, host=args.host, port=args.port, storage_options=storage_options,
+            token=token or False, **cache,
+        )  # fmt: skip
     except KeyboardInterrupt:
         pass
     return 0
@@ -119,6 +125,13 @@ def _cache_mb(text: str) -> int:
     except ValueError as error:
         # argparse names the argument itself: "argument --cache-mb: must be ...".
         raise argparse.ArgumentTypeError(str(error).replace("--cache-mb ", "", 1)) from None
+
+
+def _token(text: str) -> str:
+    try:
+        return _args.token(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("--token ", "", 1)) from None
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -210,6 +223,8 @@ class _Command:
     run: Callable[[argparse.Namespace], int]
     arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
     description: str | None = None
+    #: Arguments of which at most one may be given.
+    exclusive: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()
 
 
 def _arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -264,9 +279,24 @@ _COMMANDS = (
             ),
         ),
         "Serves the runs, histograms and distributions of LOGDIR on a local web "
-        "page that follows the files as they grow, and prints its address. A LOGDIR behind "
+        "page that follows the files as they grow, and prints its address. The address "
+        "holds a random token (?token=...) that the page trades for a cookie; without it "
+        "the page and its data are refused. A LOGDIR behind "
         "an fsspec URL is listed once per refresh and only the bytes its files grew by are "
         "fetched, into a private spool deleted when the server stops.",
+        (
+            _arg(
+                "--token", type=_token, metavar="TOKEN",
+                help="the secret the address carries, instead of a random one (also "
+                f"${ENVIRONMENT_VARIABLE}): at least {_args.MIN_TOKEN_LENGTH} letters, digits "
+                "or - . _ ~, e.g. from python -c 'import secrets; print(secrets.token_urlsafe())'",
+            ),
+            _arg(
+                "--no-token", action="store_true",
+                help="serve without a token: anyone who reaches the address reads the "
+                "histograms (warned about off loopback)",
+            ),
+        ),
     ),
     _Command(
         "report",
@@ -350,6 +380,9 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(command.name, help=command.help, description=command.description)
         for flags, options in command.arguments:
             sub.add_argument(*flags, **options)
+        group = sub.add_mutually_exclusive_group()
+        for flags, options in command.exclusive:
+            group.add_argument(*flags, **options)
         sub.set_defaults(run=command.run)
     return parser
 

@@ -1,8 +1,8 @@
 """``histoscope view``: a local web app over a log directory, following it as it grows.
 
 Starlette carries the viewer's `site.Site` (the page, its assets and JSON
-answers, with their security headers and ``Host`` rules); uvicorn runs it. Each
-request is answered on a worker thread, so a long series does not hold up the
+answers, with their security headers, ``Host`` rules and token); uvicorn runs it.
+Each request is answered on a worker thread, so a long series does not hold up the
 event loop serving the others.
 """
 
@@ -14,7 +14,9 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .. import _args
 from ..read.spool import RemoteLogdir, is_url
+from .access import new_token
 from .follow import DEFAULT_CACHE_BYTES
 from .site import Site, allowed_hosts, content_security_policy, is_loopback
 
@@ -38,8 +40,13 @@ def create_app(
     progress: TextIO | None = None,
     storage_options: Mapping[str, Any] | None = None,
     remote: RemoteLogdir | None = None,
+    token: str | None,
 ) -> Starlette:
     """The viewer's ASGI app for ``logdir``; its runs are listed before it answers.
+
+    ``token``: the secret a request must carry (see `access.TokenGate`), or None for
+    a viewer anyone who reaches it may read. Asked for, not defaulted, so that no
+    caller serves an open viewer by leaving it out.
 
     ``cache_bytes`` caps the decoded histograms kept for all runs together; on a
     terminal ``progress``, the first read draws its progress line. ``logdir`` may be
@@ -58,14 +65,15 @@ def create_app(
     site = Site(
         os.fspath(logdir), refresh_seconds=refresh_seconds, host=host,
         cache_bytes=cache_bytes, progress=progress, storage_options=storage_options,
-        remote=remote,
+        remote=remote, token=token,
     )  # fmt: skip
 
     async def endpoint(request: Request) -> Response:
         path = request.url.path.lstrip("/")
         query = request.scope.get("query_string", b"").decode("latin-1")
         host_header = request.headers.get("host", "")
-        found = await run_in_threadpool(site.answer, path, query, host_header)
+        cookie_header = request.headers.get("cookie", "")
+        found = await run_in_threadpool(site.answer, path, query, host_header, cookie_header)
         return Response(
             found.body, status_code=found.status, media_type=found.media_type,
             headers=dict(found.headers),
@@ -82,9 +90,14 @@ def serve(
     out: TextIO = sys.stdout,
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     storage_options: Mapping[str, Any] | None = None,
+    token: str | bool = True,
 ) -> None:
     """Serves the viewer of ``logdir`` until interrupted; prints its address first, then
     (on a terminal) the progress of the first read on standard error.
+
+    ``token``: True (the default) makes a random one, a str is the one to use, False
+    serves without one (warned about off loopback). The printed address carries it
+    (``http://127.0.0.1:6006/?token=...``); see `access.TokenGate`.
 
     ``logdir`` may be an fsspec URL (``s3://bucket/logs``, with ``storage_options`` as
     for `histoscope.load_histograms`): it is found, and its events files listed, before
@@ -92,6 +105,7 @@ def serve(
     files is an error; a private spool of its files (deleted when the server stops) is
     then followed as it grows.
     """
+    secret = _secret(token)
     remote = None
     if is_url(logdir):
         remote = RemoteLogdir.open(logdir, storage_options)
@@ -104,7 +118,7 @@ def serve(
     elif not os.path.isdir(logdir):
         raise FileNotFoundError(f"log directory not found: {logdir!r} is not a directory")
     try:
-        _serve(logdir, host, port, out, cache_bytes, remote)
+        _serve(logdir, host, port, out, cache_bytes, remote, secret)
     finally:
         if remote is not None:
             remote.close()
@@ -117,22 +131,46 @@ def _serve(
     out: TextIO,
     cache_bytes: int,
     remote: RemoteLogdir | None,
+    token: str | None,
 ) -> None:
     import uvicorn
 
     if not is_loopback(host):
-        print(
-            f"warning: serving on {host}, which other machines may reach: the histograms "
-            "of this log directory become visible on the network to anyone who can connect",
-            file=sys.stderr,
-        )
+        print(_off_loopback(host, token), file=sys.stderr)
     sock = _bind(host, port)
     shown = f"[{host}]" if ":" in host else host
-    print(f"histoscope view: http://{shown}:{sock.getsockname()[1]}/ (Ctrl+C to stop)", file=out)
+    address = f"http://{shown}:{sock.getsockname()[1]}/" + (f"?token={token}" if token else "")
+    print(f"histoscope view: {address} (Ctrl+C to stop)", file=out)
     out.flush()
-    app = create_app(logdir, host=host, cache_bytes=cache_bytes, progress=sys.stderr, remote=remote)
+    app = create_app(
+        logdir, host=host, cache_bytes=cache_bytes, progress=sys.stderr, remote=remote,
+        token=token,
+    )  # fmt: skip
     config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _secret(token: str | bool) -> str | None:
+    if token is True:
+        return new_token()
+    if token is False:
+        return None
+    return _args.token(token, "token")
+
+
+def _off_loopback(host: str, token: str | None) -> str:
+    """What a viewer that other machines may reach says of it."""
+    if token is None:
+        return (
+            f"warning: serving on {host} with no token (--no-token), which other machines may "
+            "reach: the histograms of this log directory become visible on the network to "
+            "anyone who can connect"
+        )
+    return (
+        f"note: serving on {host}, which other machines may reach: only those given the "
+        "address with its token get in, but plain HTTP carries the token in the clear; "
+        "on a network you do not trust, reach the viewer through an SSH tunnel instead"
+    )
 
 
 def _bind(host: str, port: int) -> socket.socket:
