@@ -14,6 +14,8 @@ function query(params) {
 
 async function getJSON(path, params) {
   const response = await fetch(path + "?" + query(params || {}), { cache: "no-store" });
+  // A refusal says how to get in (the token): shown, and announced, as it is.
+  if (response.status === 403) throw new Error((await response.text()).trim());
   if (!response.ok) throw new Error(path + ": " + response.status);
   return response.json();
 }
