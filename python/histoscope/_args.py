@@ -41,6 +41,7 @@ __all__ = [
     "cache_megabytes",
     "flag",
     "folder_name",
+    "host_name",
     "is_tensor",
     "key",
     "logdir_path",
@@ -143,6 +144,26 @@ def token(text: str, name: str = "--token") -> str:
             f"{name} may hold only letters, digits and - . _ ~ (characters a URL and a "
             "cookie carry as they are)"
         )
+    return text
+
+
+def host_name(text: str, name: str = "--allow-host") -> str:
+    """A host name a viewer answers to (``--allow-host``), as a ``Host`` header carries
+    it without its port: letters, digits, ``-`` and ``.``, or an IPv6 address in brackets.
+
+    Example:
+        >>> host_name("Hub.Example.org")
+        'hub.example.org'
+        >>> host_name("https://hub.example.org:443")
+        Traceback (most recent call last):
+        ...
+        ValueError: --allow-host must be a host name without scheme or port, e.g. hub.example.org
+    """
+    text = text.strip().lower()
+    plain = text and all(c.isascii() and (c.isalnum() or c in "-.") for c in text)
+    bracketed = len(text) > 2 and text[0] == "[" and text[-1] == "]"
+    if not (plain or (bracketed and all(c in "0123456789abcdef:." for c in text[1:-1]))):
+        raise ValueError(f"{name} must be a host name without scheme or port, e.g. hub.example.org")
     return text
 
 

@@ -112,7 +112,7 @@ def _view(args: argparse.Namespace) -> int:
     try:
         serve(
             args.logdir, host=args.host, port=args.port, storage_options=storage_options,
-            token=token or False, **cache,
+            token=token or False, allow_hosts=getattr(args, "allow_host", ()), **cache,
         )  # fmt: skip
     except KeyboardInterrupt:
         pass
@@ -132,6 +132,13 @@ def _token(text: str) -> str:
         return _args.token(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error).replace("--token ", "", 1)) from None
+
+
+def _host_name(text: str) -> str:
+    try:
+        return _args.host_name(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("--allow-host ", "", 1)) from None
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -271,6 +278,11 @@ _COMMANDS = (
             _arg(
                 "--host", default="127.0.0.1",
                 help="the address to listen on (default 127.0.0.1, this machine only)",
+            ),
+            _arg(
+                "--allow-host", action="append", default=[], type=_host_name, metavar="NAME",
+                help="another host name to answer to (repeatable): the one a reverse proxy "
+                "passes on from the browser, e.g. your JupyterHub's",
             ),
             _arg(
                 "--cache-mb", type=_cache_mb, default=_args.DEFAULT_CACHE_MB, metavar="N",

@@ -24,7 +24,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Callable, NamedTuple, TextIO
 
 from .. import _core
@@ -86,19 +86,21 @@ def content_security_policy(framed_by_self: bool = False) -> str:
     )
 
 
-def allowed_hosts(host: str) -> list[str]:
+def allowed_hosts(host: str, also: Iterable[str] = ()) -> list[str]:
     """The ``Host`` names a request to a server bound to ``host`` may carry.
 
     Loopback names always; the bound address itself; for a wildcard address
     (``0.0.0.0``, ``::``) the machine's own names and addresses, which is how
-    other machines reach it.
+    other machines reach it; and the names ``also`` holds (``--allow-host``: the
+    name a reverse proxy passes on from the browser, as jupyter-server-proxy does).
 
     Example:
-        >>> hosts = allowed_hosts("127.0.0.1")
-        >>> "localhost" in hosts, "127.0.0.1" in hosts, "evil.example" in hosts
+        >>> hosts = allowed_hosts("127.0.0.1", also=["hub.example"])
+        >>> "localhost" in hosts, "hub.example" in hosts, "evil.example" in hosts
         (True, True, False)
     """
     names = {"localhost", "127.0.0.1", "::1", "[::1]", host, f"[{host}]" if ":" in host else host}
+    names |= {name.lower() for name in also}
     if host in ("0.0.0.0", "::", ""):
         machine = socket.gethostname()
         names |= {machine, socket.getfqdn()}
@@ -137,8 +139,8 @@ class Site:
     """The page, assets and JSON answers over ``logdir``; its runs are listed, and the
     first of them read, as it is made.
 
-    ``host`` is the address the server listens on (its ``Host`` rules, see
-    `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site;
+    ``host`` is the address the server listens on and ``allow_hosts`` more names to
+    answer to (the ``Host`` rules, see `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site;
     ``cache_bytes`` caps the buckets read again kept for all runs together; on a terminal
     ``progress``, the first read of the runs shown at first draws its progress line.
     With a ``token``, only requests carrying it get the page and the ``api/`` answers
@@ -163,6 +165,7 @@ class Site:
         storage_options: Mapping[str, Any] | None = None,
         remote: RemoteLogdir | None = None,
         token: str | None = None,
+        allow_hosts: Iterable[str] = (),
     ) -> None:
         self.gate = None if token is None else TokenGate(token)
         self.logdir = os.fspath(logdir)
@@ -179,7 +182,8 @@ class Site:
         self.layouts = Layouts(local, refresh_seconds)
         self.findings = Findings(local)
         self.spectral = SpectralTrends(local, refresh_seconds)
-        self.hosts = frozenset(allowed_hosts(host))
+        # Host names are case-insensitive: compared in lower case.
+        self.hosts = frozenset(name.lower() for name in allowed_hosts(host, allow_hosts))
         self.security = [
             ("Content-Security-Policy", content_security_policy(framed_by_self)),
             ("X-Content-Type-Options", "nosniff"),
@@ -222,7 +226,7 @@ class Site:
             name = name[: name.find("]") + 1]
         elif name.count(":") == 1:
             name = name.split(":", 1)[0]
-        return name in self.hosts
+        return name.lower() in self.hosts
 
     def answer(self, path: str, query: str, host_header: str, cookie_header: str = "") -> Answer:
         """The answer to a GET of ``path`` (without the site's mount point and leading

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import _args
@@ -41,6 +41,7 @@ def create_app(
     storage_options: Mapping[str, Any] | None = None,
     remote: RemoteLogdir | None = None,
     token: str | None,
+    allow_hosts: Iterable[str] = (),
 ) -> Starlette:
     """The viewer's ASGI app for ``logdir``; its runs are listed before it answers.
 
@@ -53,9 +54,10 @@ def create_app(
     an fsspec URL, with ``storage_options``, or ``remote`` the one it names, opened
     (see `site.Site`).
 
-    Requests whose ``Host`` is neither ``host`` nor a loopback name are refused
-    (400), so a web page the user visits cannot read the data through DNS
-    rebinding; every answer carries a Content-Security-Policy and ``nosniff``.
+    Requests whose ``Host`` is neither ``host``, a loopback name nor one of
+    ``allow_hosts`` are refused (400), so a web page the user visits cannot read the
+    data through DNS rebinding; every answer carries a Content-Security-Policy,
+    ``nosniff`` and ``Referrer-Policy: no-referrer``.
     """
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -65,7 +67,7 @@ def create_app(
     site = Site(
         os.fspath(logdir), refresh_seconds=refresh_seconds, host=host,
         cache_bytes=cache_bytes, progress=progress, storage_options=storage_options,
-        remote=remote, token=token,
+        remote=remote, token=token, allow_hosts=allow_hosts,
     )  # fmt: skip
 
     async def endpoint(request: Request) -> Response:
@@ -91,13 +93,15 @@ def serve(
     cache_bytes: int = DEFAULT_CACHE_BYTES,
     storage_options: Mapping[str, Any] | None = None,
     token: str | bool = True,
+    allow_hosts: Iterable[str] = (),
 ) -> None:
     """Serves the viewer of ``logdir`` until interrupted; prints its address first, then
     (on a terminal) the progress of the first read on standard error.
 
     ``token``: True (the default) makes a random one, a str is the one to use, False
     serves without one (warned about off loopback). The printed address carries it
-    (``http://127.0.0.1:6006/?token=...``); see `access.TokenGate`.
+    (``http://127.0.0.1:6006/?token=...``); see `access.TokenGate`. ``allow_hosts``:
+    more ``Host`` names to answer to, such as the one a reverse proxy passes on.
 
     ``logdir`` may be an fsspec URL (``s3://bucket/logs``, with ``storage_options`` as
     for `histoscope.load_histograms`): it is found, and its events files listed, before
@@ -118,7 +122,7 @@ def serve(
     elif not os.path.isdir(logdir):
         raise FileNotFoundError(f"log directory not found: {logdir!r} is not a directory")
     try:
-        _serve(logdir, host, port, out, cache_bytes, remote, secret)
+        _serve(logdir, host, port, out, cache_bytes, remote, secret, allow_hosts)
     finally:
         if remote is not None:
             remote.close()
@@ -132,6 +136,7 @@ def _serve(
     cache_bytes: int,
     remote: RemoteLogdir | None,
     token: str | None,
+    allow_hosts: Iterable[str],
 ) -> None:
     import uvicorn
 
@@ -144,7 +149,7 @@ def _serve(
     out.flush()
     app = create_app(
         logdir, host=host, cache_bytes=cache_bytes, progress=sys.stderr, remote=remote,
-        token=token,
+        token=token, allow_hosts=allow_hosts,
     )  # fmt: skip
     config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
