@@ -87,7 +87,7 @@ def test_view_serves_the_demo_log_directory(tmp_path: Path) -> None:
             if match:
                 break
         assert match and match.group(3), process.stderr.read()
-        client = signed_in(match.group(0))
+        client = signed_in(match.group(1) + match.group(2))  # the address with its token
         with client.open(match.group(1) + "api/runs", timeout=10) as response:
             assert json.load(response)["runs"] == RUNS
     finally:

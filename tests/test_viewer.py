@@ -451,7 +451,7 @@ def _range_is(page: Page, low: int | None, high: int | None) -> None:
 
 
 def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_url_in_step(
-    page: Page, browser: Browser, screenshot
+    page: Page, screenshot
 ) -> None:
     page.select_option("#view", "heatmap")
     expect(page.locator("svg.panel.heatmap")).to_have_count(6)
@@ -512,8 +512,9 @@ def test_the_step_range_brush_takes_the_mouse_and_the_keys_and_keeps_inputs_and_
     expect(page.locator("svg.panel:has(path.median)").first).to_have_attribute("data-steps", "9 10")
     screenshot(page, "viewer_brush", full_page=False)
     assert_accessible(page)
-    # the range is in the URL: a page opened from it has it in its inputs and thumbs
-    again = browser.new_page(viewport={"width": 1400, "height": 1000})
+    # the range is in the URL: a page opened from it (in the same browser, which holds the
+    # viewer's cookie) has it in its inputs and thumbs
+    again = page.context.new_page()
     again.goto(page.url)
     expect(again.locator("svg.panel[data-steps='9 10']")).to_have_count(6, timeout=15000)
     expect(again.locator(".brush-thumb").nth(0)).to_have_attribute("aria-valuenow", "9")
@@ -585,7 +586,7 @@ def test_keys_are_grouped_into_sections_and_declared_hidden_keys_are_collapsed(
 
 
 def test_the_filter_takes_a_regular_expression_or_a_substring_and_lives_in_the_url(
-    big_page: Page, big_server: Server, browser: Browser
+    big_page: Page, big_server: Server
 ) -> None:
     box = big_page.get_by_role("searchbox", name="Filter keys")
     box.fill("layer01[0-2]$")
@@ -607,7 +608,7 @@ def test_the_filter_takes_a_regular_expression_or_a_substring_and_lives_in_the_u
     url = big_page.url
     assert "filter=params%2Flayer00%5B0-1%5D%24" in url and "view=heatmap" in url
     assert "runs=baseline" in url
-    again = browser.new_page(viewport={"width": 1400, "height": 1000})
+    again = big_page.context.new_page()  # the same browser: it holds the viewer's cookie
     again.goto(url)
     expect(again.locator("article.card:visible svg.panel.heatmap")).to_have_count(2, timeout=30000)
     expect(again.get_by_role("searchbox", name="Filter keys")).to_have_value("params/layer00[0-1]$")

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from browser import Server, assert_accessible, serving
+from browser import Server, assert_accessible, chromium_path, serving
 from playwright.sync_api import Browser, Page, expect
 
 pytest_plugins = ["browser"]
@@ -183,11 +183,13 @@ def _usage_error(*arguments: str, env: dict[str, str] | None = None) -> str:
     return done.stderr
 
 
-def test_a_token_too_short_or_not_url_safe_is_a_usage_error(logdir: Path) -> None:
+def test_a_bad_token_or_host_name_is_a_usage_error(logdir: Path) -> None:
     short = _usage_error(str(logdir), "--token", "hunter2")
     assert "argument --token: must be at least 22 characters, got 7" in short
     spaced = _usage_error(str(logdir), "--token", "a token with spaces in it")
     assert "argument --token: may hold only letters, digits and - . _ ~" in spaced
+    schemed = _usage_error(str(logdir), "--allow-host", "https://hub.example.org:443")
+    assert "argument --allow-host: must be a host name without scheme or port" in schemed
     both = _usage_error(str(logdir), "--no-token", "--token", "x" * 30)
     assert "not allowed with argument" in both
     env = {**os.environ, "HISTOSCOPE_TOKEN": ""}
@@ -214,12 +216,18 @@ def test_no_token_serves_everyone_and_is_warned_about_off_loopback(logdir: Path)
     assert "warning" not in noted
 
 
+#: The name the browser reaches the proxy by, as it would a JupyterHub's: the test's
+#: Chromium resolves it to loopback.
+PUBLIC_NAME = "hub.histoscope.test"
+
+
 class _StrippingProxy(http.server.BaseHTTPRequestHandler):
     """A reverse proxy as jupyter-server-proxy is one: ``/proxy/<port>/<path>`` is asked
-    of ``127.0.0.1:<port>`` as ``/<path>``, the prefix stripped and the ``Host`` the
-    server's; the answer comes back whole, its headers (cookies among them) as they were."""
+    of ``127.0.0.1:<port>`` as ``/<path>``, the prefix stripped, with the browser's
+    headers (its ``Host`` and cookies among them) passed on; the answer comes back
+    whole, its headers (``Set-Cookie`` among them) as they were."""
 
-    HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "host"}
+    HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade"}
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         match = re.fullmatch(r"/proxy/(\d+)(/.*)", self.path)
@@ -229,7 +237,7 @@ class _StrippingProxy(http.server.BaseHTTPRequestHandler):
         port, path = match.groups()
         headers = {k: v for k, v in self.headers.items() if k.lower() not in self.HOP_BY_HOP}
         connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
-        connection.request("GET", path, headers={**headers, "Host": f"127.0.0.1:{port}"})
+        connection.request("GET", path, headers=headers)
         answer = connection.getresponse()
         body = answer.read()
         connection.close()
@@ -246,35 +254,58 @@ class _StrippingProxy(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def proxy() -> Iterator[str]:
-    """The address of a `_StrippingProxy` on loopback."""
+def proxy() -> Iterator[int]:
+    """The port of a `_StrippingProxy` on loopback."""
     listening = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StrippingProxy)
     thread = threading.Thread(target=listening.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{listening.server_address[1]}"
+        yield listening.server_address[1]
     finally:
         listening.shutdown()
         listening.server_close()
         thread.join(timeout=10)
 
 
-def test_the_viewer_under_a_path_prefix_behind_a_proxy_draws_the_cards(
-    browser: Browser, server: Server, proxy: str
+@pytest.fixture
+def hub_browser(browser: Browser) -> Iterator[Browser]:
+    """Chromium that reaches `PUBLIC_NAME` on this machine."""
+    rule = f"--host-resolver-rules=MAP {PUBLIC_NAME} 127.0.0.1"
+    launched = browser.browser_type.launch(
+        executable_path=chromium_path(), headless=True, args=[rule]
+    )
+    yield launched
+    launched.close()
+
+
+def test_behind_a_proxy_the_name_it_passes_on_is_refused_unless_allowed(
+    server: Server, proxy: int
 ) -> None:
-    prefix = f"{proxy}/proxy/{urlsplit(server.url).port}/"
-    _assert_refused(_ask(prefix, urlsplit(prefix).path + "api/runs"))
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    answered = _requests_of(page)
-    page.goto(f"{prefix}?token={server.token}")
-    cards = page.locator("article.card svg.panel")
-    expect(cards).to_have_count(6, timeout=15000)
-    assert page.url == prefix
-    assert any("/api/card?" in url for url, _ in answered)
-    assert all(url.startswith(prefix) and status < 400 for url, status in answered), answered
-    (cookie,) = context.cookies()
-    assert cookie["path"] == urlsplit(prefix).path.rstrip("/")  # kept for the prefix only
-    page.reload()
-    expect(cards).to_have_count(6, timeout=15000)
-    context.close()
+    prefix = f"/proxy/{urlsplit(server.url).port}/"
+    via_hub = {"Host": f"{PUBLIC_NAME}:{proxy}", "Cookie": server.cookie()}
+    assert _ask(f"http://127.0.0.1:{proxy}", prefix + "api/runs", via_hub).status == 400
+    loopback = {"Host": f"127.0.0.1:{proxy}", "Cookie": server.cookie()}
+    assert _ask(f"http://127.0.0.1:{proxy}", prefix + "api/runs", loopback).status == 200
+
+
+def test_the_viewer_under_a_path_prefix_behind_a_proxy_draws_the_cards(
+    hub_browser: Browser, logdir: Path, proxy: int
+) -> None:
+    with Server(logdir, "--allow-host", PUBLIC_NAME) as running:
+        prefix = f"http://{PUBLIC_NAME}:{proxy}/proxy/{urlsplit(running.url).port}/"
+        _assert_refused(_ask(f"http://127.0.0.1:{proxy}", urlsplit(prefix).path, {
+            "Host": f"{PUBLIC_NAME}:{proxy}"}))  # fmt: skip
+        context = hub_browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        answered = _requests_of(page)
+        page.goto(f"{prefix}?token={running.token}")
+        cards = page.locator("article.card svg.panel")
+        expect(cards).to_have_count(6, timeout=15000)
+        assert page.url == prefix
+        assert any("/api/card?" in url for url, _ in answered)
+        assert all(url.startswith(prefix) and status < 400 for url, status in answered), answered
+        (cookie,) = context.cookies()
+        assert cookie["path"] == urlsplit(prefix).path.rstrip("/")  # kept for the prefix only
+        page.reload()
+        expect(cards).to_have_count(6, timeout=15000)
+        context.close()
