@@ -140,7 +140,8 @@ class Site:
     first of them read, as it is made.
 
     ``host`` is the address the server listens on and ``allow_hosts`` more names to
-    answer to (the ``Host`` rules, see `allowed_hosts`); ``framed_by_self`` lets pages of the same origin frame the site;
+    answer to (the ``Host`` rules, see `allowed_hosts`); ``framed_by_self`` lets pages
+    of the same origin frame the site;
     ``cache_bytes`` caps the buckets read again kept for all runs together; on a terminal
     ``progress``, the first read of the runs shown at first draws its progress line.
     With a ``token``, only requests carrying it get the page and the ``api/`` answers
