@@ -138,6 +138,8 @@ def test_a_scaler_that_skips_every_step_from_some_step_is_an_error_there(tmp_pat
     with hs.init("amp", run_name="r", dir=tmp_path) as run:
         applied = train_fp16(run, 70, overflow_from=40)
     assert max(applied.grads) < 40
+    # The last step too, though no backward pass came after it to tell.
+    assert [step for step, _ in scalars(run)[SKIPPED_KEY]][-30:] == list(range(40, 70))
     errors = [f for f in hs.diagnose(tmp_path / "amp") if f.severity == "error"]
     assert [(f.kind, f.first_step) for f in errors] == [("skipped", 40)]
     assert "every step" in errors[0].message

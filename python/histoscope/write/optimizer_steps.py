@@ -102,6 +102,7 @@ class StepAttempts:
         self.attempt_step = 0
         self._matched: dict[int, tuple[int, bool]] = {}
         self._mark: tuple[int, int] | None = None
+        self._scale_at_open: Any = None
         self._sentinel = parameters[0] if sentinel and parameters else None
         self._handles: list[Any] = [register_optimizer_step_pre_hook(self._pre_step)]
         if self._sentinel is not None:
@@ -157,6 +158,20 @@ class StepAttempts:
             self._on_unapplied(self.attempt_step)
         self.open = True
         self.attempt_step = int(self._step_of())
+        # Copied on the scaler's device, with no sync, for `conclude`.
+        scale = getattr(self.scaler, "_scale", None)
+        self._scale_at_open = None if scale is None else scale.detach().clone()
+
+    def conclude(self) -> None:
+        """The training is over: an attempt still open is one the loss scaler skipped
+        if its scale fell since the attempt opened (it backs off on an overflow alone);
+        otherwise a backward pass no step followed, which is let go."""
+        opened, self._scale_at_open = self._scale_at_open, None
+        if not self.open or opened is None or self.scaler is None:
+            return
+        if float(self.scaler.get_scale()) < float(opened):
+            self.open = False
+            self._on_unapplied(self.attempt_step)
 
     def _pre_step(self, optimizer: Any, _args: Any, _kwargs: Any) -> None:
         if not self._holds(optimizer):

@@ -298,6 +298,8 @@ class Watch:
         Backward passes held while waiting for an optimizer step are logged first."""
         if self._capture_at is None and self.active:
             capture_backward(self)
+        if self._attempts is not None and self.active:
+            self._attempts.conclude()  # the last step, if the loss scaler skipped it
         for handle in self._handles:
             handle.remove()
         self._handles = []
