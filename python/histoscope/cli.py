@@ -392,9 +392,10 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(command.name, help=command.help, description=command.description)
         for flags, options in command.arguments:
             sub.add_argument(*flags, **options)
-        group = sub.add_mutually_exclusive_group()
-        for flags, options in command.exclusive:
-            group.add_argument(*flags, **options)
+        if command.exclusive:  # an empty group breaks argparse's usage line
+            group = sub.add_mutually_exclusive_group()
+            for flags, options in command.exclusive:
+                group.add_argument(*flags, **options)
         sub.set_defaults(run=command.run)
     return parser
 
