@@ -103,6 +103,7 @@ pub(super) fn exploding(cx: &Context<'_>) -> Option<Finding> {
         sci(growth)
     );
     let (severity, message) = match (outcome, cx.loss_curve) {
+        _ if cx.reward.is_some() => learning_agent(cx, &grew, cx.steps[first], &mut evidence),
         (Outcome::Grows, _) => {
             let loss = match cx.loss {
                 Some(loss) => {
@@ -126,6 +127,27 @@ pub(super) fn exploding(cx: &Context<'_>) -> Option<Finding> {
         (outcome, curve) => unhealed(cx, outcome, curve, &grew, &spikes, &mut evidence),
     };
     Some(cx.finding(Kind::Exploding, (first, last), severity, &evidence, message))
+}
+
+/// The verdict on growth in a run whose reward rises: an agent that learns, whose
+/// values grow with the returns it learns to reach (policy gradients are scaled by
+/// them, a critic fits them), as in RL without normalized returns or advantages.
+fn learning_agent(
+    cx: &Context<'_>,
+    grew: &str,
+    from: i64,
+    evidence: &mut Vec<(&str, f64)>,
+) -> (Severity, String) {
+    let Some(reward) = cx.reward else {
+        return (Severity::Info, String::new());
+    };
+    evidence.extend([("reward_end", reward.end_level())]);
+    let message = format!(
+        "{grew} from step {from}, while {} rises to {}: the agent learns, and its values grow          with the returns it reaches; normalize returns or advantages if they should not",
+        reward.tag,
+        sci(reward.end_level())
+    );
+    (Severity::Info, message)
 }
 
 /// The verdict on spikes the series and the loss came back from, `steps` after them at

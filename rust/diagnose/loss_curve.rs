@@ -20,6 +20,9 @@ pub(super) const LOSS_BACK: f64 = 2.0;
 /// AdamW's, 0.92 and more; exploding ones whose loss came back to chance, 0.93 and more).
 pub(super) const LOSS_LEARNED: f64 = 0.8;
 
+/// A reward rises where it ends this share of its starting level's size above it.
+pub(super) const REWARD_RISE: f64 = 0.5;
+
 /// The loss of a run that the histogram rules read: its steps and values, finite only.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct LossCurve {
@@ -98,6 +101,21 @@ impl LossCurve {
                 .iter()
                 .copied(),
         )
+    }
+
+    /// The run's reward among `scalars` (`roles::is_reward`), the one with the most finite
+    /// values, where it rises (`rises`); None otherwise.
+    pub fn rising_reward<'a>(scalars: impl Iterator<Item = &'a ScalarSeries>) -> Option<LossCurve> {
+        let rewards = scalars.filter(|s| super::roles::is_reward(&s.tag));
+        LossCurve::longest(rewards.filter_map(LossCurve::of)).filter(LossCurve::rises)
+    }
+
+    /// Whether a reward rises: it ends above its starting level by `REWARD_RISE` of
+    /// that level's size (rewards may be negative: -1500 to -200 rises).
+    pub fn rises(&self) -> bool {
+        let n = self.values.len();
+        let start = median(self.values[..n.min(LEVEL_VALUES)].iter().copied());
+        n > LEVEL_VALUES && self.end_level() - start > REWARD_RISE * start.abs().max(1e-12)
     }
 
     /// Whether the run learned: its loss ends below `LOSS_LEARNED` of its first value.

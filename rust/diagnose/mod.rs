@@ -292,6 +292,7 @@ pub fn diagnose_profiled(
             run_interval: summary.interval,
             loss: summary.loss.as_ref(),
             loss_curve: summary.loss_curve.as_ref(),
+            reward: summary.reward.as_ref(),
             nonfinite_scalar: summary
                 .nonfinite_scalar
                 .as_ref()

@@ -98,6 +98,19 @@ const ACTIVATION_WORDS: &[&str] = &[
 const LOSS_WORDS: &[&str] = &["loss", "losses", "nll"];
 const NOT_LOSS_WORDS: &[&str] = &["scale", "scaler", "scaling"];
 
+// A reinforcement-learning agent's reward or return, by any of these words
+// (`episode_reward_mean`, `charts/episodic_return`, Stable-Baselines3's `rollout/ep_rew_mean`).
+const REWARD_WORDS: &[&str] = &["reward", "rewards", "return", "returns", "rew"];
+
+/// Whether the scalar `key` is an agent's reward or return (a metric: role `Other`): its
+/// rise is how a reinforcement-learning run shows it learns.
+pub fn is_reward(key: &str) -> bool {
+    role_of(key) == Role::Other
+        && words(key)
+            .iter()
+            .any(|w| REWARD_WORDS.contains(&w.as_str()))
+}
+
 // The first word of the keys `run.watch(spectral=True)` and `run.log_spectrum` write.
 const SPECTRUM_WORD: &str = "spectrum";
 
@@ -277,6 +290,25 @@ mod tests {
         assert!(!qk("gradients/classifier.bias"));
         assert!(layer_kind("gradients/classifier.bias").bias);
         assert!(!layer_kind("gradients/classifier.weight").bias);
+    }
+
+    #[test]
+    fn rewards_and_returns_are_known_by_their_words() {
+        for key in [
+            "ray/tune/episode_reward_mean",
+            "rollout/ep_rew_mean",
+            "charts/episodic_return",
+            "episode_return",
+        ] {
+            assert!(is_reward(key), "{key}");
+        }
+        for key in [
+            "critic_loss",
+            "gradients/reward_head.weight",
+            "train/accuracy",
+        ] {
+            assert!(!is_reward(key), "{key}");
+        }
     }
 
     #[test]

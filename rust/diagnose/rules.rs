@@ -49,6 +49,8 @@ pub(super) struct Context<'a> {
     pub loss: Option<&'a LossEvidence>,
     /// The run's main loss, to tell spikes that healed and weights that decayed by.
     pub loss_curve: Option<&'a LossCurve>,
+    /// The run's reward, where it rises: an agent that learns.
+    pub reward: Option<&'a LossCurve>,
     /// The run's first NaN or infinite scalar, its tag and step.
     pub nonfinite_scalar: Option<(&'a str, i64)>,
     /// How the run's optimizer steps, where known.

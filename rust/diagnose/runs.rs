@@ -24,6 +24,8 @@ pub(super) struct RunSummary {
     pub loss: Option<LossEvidence>,
     /// The run's main loss (see [`LossCurve::main`]).
     pub loss_curve: Option<LossCurve>,
+    /// The run's reward, where it rises (see [`LossCurve::rising_reward`]).
+    pub reward: Option<LossCurve>,
     /// The first NaN or infinite scalar of the run: its tag and step.
     pub nonfinite_scalar: Option<(String, i64)>,
     /// How the run's optimizer steps, where `watch` noted it and its kind is known.
@@ -55,11 +57,16 @@ impl RunSummary {
                 Some((s.tag.clone(), s.steps[i]))
             })
             .min_by_key(|(_, step)| *step);
+        // An agent whose reward rises learns: its value losses grow with the returns
+        // they fit, which tells nothing of a divergence or of learning.
+        let reward = LossCurve::rising_reward(evidence.scalars.iter());
+        let losses = scalars.filter(|_| reward.is_none());
         RunSummary {
             last_step: evidence.last_step().unwrap_or(i64::MIN),
             interval: None,
-            loss: run_loss_evidence(scalars.clone()),
-            loss_curve: LossCurve::main(scalars),
+            loss: run_loss_evidence(losses.clone()),
+            loss_curve: LossCurve::main(losses),
+            reward,
             nonfinite_scalar,
             optimizer: OptimizerKind::of(&evidence.optimizer),
             skips_recorded: evidence.scalars.iter().any(|s| s.tag == SKIPPED_TAG),

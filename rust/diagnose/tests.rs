@@ -574,3 +574,38 @@ fn planted_problems_are_found_alike_run_by_run() {
         assert_eq!(run_by_run(&profiled, &options), whole);
     }
 }
+
+#[test]
+fn growth_in_an_agent_whose_reward_rises_is_info() {
+    let grows: Vec<f64> = (0..10).map(|i| 0.01 * 4f64.powi(i)).collect();
+    let all = [series("r", "gradients/critic.0.weight", &STEPS, &grows)];
+    let critic: Vec<f64> = (0..10).map(|i| (i * i) as f64 + 1.0).collect();
+    let judged = |scalars: &[(&str, Vec<f64>)]| {
+        run_with(&all, &evidence("r", scalars, &[]), &Options::default())
+    };
+    let diverged = judged(&[("critic_loss", critic.clone())]);
+    let key = "gradients/critic.0.weight";
+    assert_eq!(
+        kinds(&diverged),
+        vec![(key, Kind::Exploding, Severity::Error)]
+    );
+    // The same growth while the agent's reward rises fivefold: it learns.
+    let reward: Vec<f64> = (0..10).map(|i| 2.0 + i as f64).collect();
+    let learning = judged(&[
+        ("critic_loss", critic.clone()),
+        ("episode_reward_mean", reward),
+    ]);
+    assert_eq!(
+        kinds(&learning),
+        vec![(key, Kind::Exploding, Severity::Info)]
+    );
+    assert!(learning[0]
+        .message
+        .contains("while episode_reward_mean rises"));
+    // A reward that does not rise is no excuse.
+    let flat = judged(&[
+        ("critic_loss", critic),
+        ("episode_reward_mean", vec![2.0; 10]),
+    ]);
+    assert_eq!(kinds(&flat), vec![(key, Kind::Exploding, Severity::Error)]);
+}

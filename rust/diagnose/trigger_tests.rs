@@ -105,6 +105,8 @@ struct RandomRun {
     skips: Vec<bool>,
     /// Whether a skip is recorded after the gradient norm of its step.
     skip_recorded_last: bool,
+    /// Whether it logs a reward that rises: an agent that learns.
+    rewarded: bool,
 }
 
 fn random_run() -> impl Strategy<Value = RandomRun> {
@@ -118,10 +120,23 @@ fn random_run() -> impl Strategy<Value = RandomRun> {
         prop::bool::weighted(0.15),
         prop::collection::vec(prop::bool::weighted(0.1), 40),
         any::<bool>(),
+        prop::bool::weighted(0.2),
     )
         .prop_map(
-            |(keys, loss, alpha, restarts, settles, adam, lossless, skips, skip_recorded_last)| {
+            |(
+                keys,
+                loss,
+                alpha,
+                restarts,
+                settles,
+                adam,
+                lossless,
+                skips,
+                skip_recorded_last,
+                rewarded,
+            )| {
                 RandomRun {
+                    rewarded,
                     keys,
                     loss,
                     alpha,
@@ -212,6 +227,9 @@ fn train(live: &mut LiveDiagnosis, run: &RandomRun) -> Vec<Alert> {
         }
         live.scalar("spectrum/l0/alpha", step, run.alpha[position] as f32);
         skip(live, run, position, step, &mut skipped);
+        if run.rewarded {
+            live.scalar("episode_reward_mean", step, 1.0 + position as f32);
+        }
         if run.settles[position] {
             live.settle();
         }

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use super::exploding::heal_wait;
 use super::loss_curve::LossCurve;
 use super::optimizer::OptimizerKind;
-use super::roles::{layer_kind, tensor_name, LayerKind};
+use super::roles::{is_reward, layer_kind, tensor_name, LayerKind};
 use super::rules::{median, stopped_by};
 use super::runs::{other_than, rank, stood_still, weight_keys_of_bias, UNRANKED};
 use super::scalars::{nonfinite_severity, strongest, LossEvidence, LossFold};
@@ -306,6 +306,8 @@ pub(super) struct Context<'a> {
     interval: Option<f64>,
     pub loss: Option<LossEvidence>,
     pub curve: Option<&'a LossCurve>,
+    /// The run's reward, where it rises (as `LossCurve::rising_reward` finds it).
+    pub reward: Option<&'a LossCurve>,
     /// The first step a scalar of the run turned NaN or infinite.
     nonfinite_scalar: Option<i64>,
     /// The run records the steps its loss scaler skipped.
@@ -330,12 +332,18 @@ impl<'a> Context<'a> {
         let wanted = series.values().any(|w| !w.has_interval());
         let intervals = series.values().filter_map(|w| w.end_and_interval().1);
         let interval = wanted.then(|| median(intervals)).filter(|m| !m.is_nan());
-        let loss_watches = scalars.values().filter(|w| w.role == Role::Loss);
+        let rewards = scalars.values().filter(|w| is_reward(&w.tag));
+        let reward =
+            LossCurve::longest(rewards.filter_map(|w| w.curve.as_ref())).filter(|c| c.rises());
+        let loss_watches = scalars
+            .values()
+            .filter(|w| w.role == Role::Loss && reward.is_none());
         Context {
             last_step: last.max(run.evidence.last_step()).unwrap_or(i64::MIN),
             interval,
             loss: strongest(loss_watches.clone().filter_map(|w| w.loss.evidence(&w.tag))),
             curve: LossCurve::longest(loss_watches.filter_map(|w| w.curve.as_ref())),
+            reward,
             nonfinite_scalar: {
                 let none = StepRuns::default();
                 let skips = scalars.get(SKIPPED_TAG).map_or(&none, |w| &w.skips);
@@ -572,7 +580,7 @@ impl ScalarWatch {
             last_step: None,
             streak: 0,
             loss: LossFold::default(),
-            curve: (role == Role::Loss).then(|| LossCurve::new(tag)),
+            curve: (role == Role::Loss || is_reward(tag)).then(|| LossCurve::new(tag)),
             forced: Raised::default(),
         }
     }

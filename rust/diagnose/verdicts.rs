@@ -182,6 +182,9 @@ impl Episodes {
         if self.count == 0 {
             return None;
         }
+        if context.reward.is_some() {
+            return Some(Severity::Info); // as `exploding::learning_agent`
+        }
         let ends = self.last_two[1];
         if (ends && self.last_two[0]) || context.loss.as_ref().is_some_and(|l| l.still_up) {
             return Some(Severity::Error);
