@@ -8,12 +8,17 @@ problem it was built to have:
 
 - families: an MLP; a CNN with BatchNorm and residual blocks; a Transformer
   encoder with LayerNorm, GELU and AdamW; a BERT-style model built from a
-  ``BertConfig`` and trained by the Hugging Face ``Trainer``; a GRU and an LSTM;
-- conditions: healthy, vanishing (a deep sigmoid net), exploding (too high a
+  ``BertConfig`` and trained by the Hugging Face ``Trainer``; a GRU and an LSTM; an
+  RL agent (policy and critic) whose returns and critic loss grow as it learns;
+- conditions (and `zoo_optimizer`'s, issue 41): healthy (``fp16`` under a loss
+  scaler whose first steps overflow; ``accumulate`` over micro-batches), skipped (a
+  scaler that skips every step from `OVERFLOW_FROM`), stuck (an optimizer over a
+  copy's parameters), vanishing (a deep sigmoid net), exploding (too high a
   learning rate, or the spikes below unclipped under SGD with momentum), NaN
   (a batch normalized by its own zero spread), dead ReLUs (a large negative
   bias), saturated tanh and sigmoid (inputs 30 times too large), collapsed
-  (weight decay far too strong, SGD's or AdamW's); and spikes, a healthy run
+  (weight decay far too strong, SGD's or AdamW's, or under ``early`` so strong that
+  it is mostly done by the second logged step); and spikes, a healthy run
   with a few batches whose loss, and so whose gradients, are `SPIKE_FACTOR`
   times larger, clipped to a norm of `SPIKE_CLIP` after they are logged (as
   LLM training does): spikes the loss comes back from;
@@ -77,6 +82,16 @@ from typing import Any
 import torch
 from torch import nn
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zoo_optimizer import (  # noqa: E402
+    Precision,
+    grew,
+    micro_batches,
+    streak_to_end,
+    stuck,
+    train_rl,
+)
+
 STEPS = 100
 LOG_EVERY = 5
 BATCH = 64
@@ -95,6 +110,9 @@ CONSEQUENCES: dict[str, frozenset[str]] = {
     "saturated": frozenset({"vanishing", "collapsed"}),
     # Weights decayed to nothing pass nothing on: dead units, vanishing gradients.
     "collapsed": frozenset({"vanishing", "dead"}),
+    # A scaler that skips every step leaves the weights where they were.
+    "skipped": frozenset({"stuck"}),
+    "stuck": frozenset(),
 }
 
 KEY_STYLES = ("watch", "tutorial", "slashes", "bare")
@@ -124,7 +142,7 @@ class Case:
         the loss comes back from are healthy: worth an ``info`` at most)."""
         if self.condition in ("healthy", "spikes"):
             return None
-        return {"nan": "nonfinite", "dead": "dead"}.get(self.condition, self.condition)
+        return {"nan": "nonfinite"}.get(self.condition, self.condition)
 
     @property
     def allowed(self) -> frozenset[str]:
@@ -198,6 +216,23 @@ CASES: list[Case] = [
     rnn exploding torch slashes held-out gru
     rnn spikes tensorboardx bare tune lstm
     rnn spikes histoscope watch held-out gru
+    mlp healthy histoscope watch tune fp16
+    mlp healthy torch tutorial held-out fp16
+    cnn healthy histoscope watch held-out fp16
+    transformer healthy tensorboardx slashes tune fp16
+    transformer healthy histoscope watch held-out fp16
+    mlp healthy histoscope watch held-out accumulate
+    transformer healthy histoscope watch tune accumulate
+    mlp skipped histoscope watch tune
+    cnn skipped histoscope watch held-out
+    mlp stuck histoscope watch tune
+    mlp stuck torch tutorial held-out
+    cnn stuck histoscope watch held-out
+    mlp collapsed histoscope watch held-out early
+    cnn collapsed torch tutorial tune early
+    rl healthy histoscope watch held-out
+    rl healthy tensorboardx slashes tune
+    rl healthy torch bare held-out
     """.strip().splitlines()
 ]
 
@@ -276,10 +311,21 @@ class Logger:
             pass
 
     def loss(self, value: float, step: int) -> None:
+        self.scalars({"loss": value}, step)
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
         if self.run is not None:
-            self.run.log({"loss": value}, step=step)
+            self.run.log(values, step=step)
+            return
+        for key, value in values.items():
+            self.writer.add_scalar(key, value, step)
+
+    def metric_histogram(self, key: str, values: torch.Tensor, step: int) -> None:
+        """A distribution that is no tensor of the model (an RL agent's returns)."""
+        if self.run is not None:
+            self.run.add_histogram(key, values, step=step)
         else:
-            self.writer.add_scalar("loss", value, step)
+            self._histogram(key, values, step)
 
     def close(self) -> None:
         for hook in self._hooks:
@@ -370,6 +416,8 @@ def decaying(case: Case, params: Iterable[nn.Parameter]) -> torch.optim.Optimize
     if case.variant == "adamw":
         lr, decay = ADAMW_DECAY
         return torch.optim.AdamW(params, lr=lr, weight_decay=decay)
+    if case.variant == "early":  # 90% of every weight a step: gone by the second log
+        return torch.optim.SGD(params, lr=0.5, weight_decay=1.8)
     return torch.optim.SGD(params, lr=0.1, weight_decay=3.0)
 
 
@@ -577,6 +625,10 @@ class Trace:
     gradient_spread: float = math.nan
     #: The gradient's norm before clipping at each step, where the case clips.
     gradient_norms: list[float] = field(default_factory=list)
+    #: The steps the loss scaler skipped, under fp16.
+    skipped: list[int] = field(default_factory=list)
+    #: An RL case's mean return at each step.
+    returns: list[float] = field(default_factory=list)
 
     def loss_fell(self) -> bool:
         n = max(1, len(self.losses) // 10)
@@ -605,25 +657,33 @@ def train(case: Case, logdir: Path) -> Trace:
     gen = torch.Generator().manual_seed(zlib.crc32(case.name.encode()))
     torch.manual_seed(gen.initial_seed())
     setup = SETUPS[case.family](case, gen)
+    if case.condition == "stuck":
+        setup.optimizer = stuck(setup.optimizer, setup.model)
     logger = Logger(case, logdir, setup.model)
     trace = Trace()
     watcher = Watcher(setup.model)
     start = weight_scales(setup.model)
+    precision = Precision.of(case.condition, case.variant)
+    micro = micro_batches(case.variant)
     for step in range(STEPS):
-        x, y = setup.batch(step)
-        out = setup.model(setup.inputs(x, step))
-        loss = setup.loss(out, y)
-        if step in SPIKE_STEPS and (case.condition == "spikes" or case.variant == "spike"):
-            loss = loss * SPIKE_FACTOR
         setup.optimizer.zero_grad()
-        loss.backward()
+        for _ in range(micro):
+            x, y = setup.batch(step)
+            x = precision.overflowing(setup.inputs(x, step), step, case.condition)
+            with precision.autocast():
+                loss = setup.loss(setup.model(x).float(), y) / micro
+            if step in SPIKE_STEPS and (case.condition == "spikes" or case.variant == "spike"):
+                loss = loss * SPIKE_FACTOR
+            precision.backward(loss)
+        precision.unscale(setup.optimizer)
         logger.histograms(step)
-        logger.loss(loss.item(), step)
-        trace.losses.append(loss.item())
+        logger.loss(micro * loss.item(), step)
+        trace.losses.append(micro * loss.item())
         if case.condition == "spikes":
             norm = nn.utils.clip_grad_norm_(setup.model.parameters(), SPIKE_CLIP)
             trace.gradient_norms.append(float(norm))
-        setup.optimizer.step()
+        precision.step(setup.optimizer, step)
+    trace.skipped = precision.skipped
     trace.gradient_spread = watcher.gradient_spread()
     watcher.remove()
     trace.zero_share, trace.end_share = watcher.shares()
@@ -700,6 +760,23 @@ class Watcher:
                 ends = finite.abs() >= 0.9
             end = max(end, float(ends.float().mean()))
         return zero, end
+
+
+# --- An RL agent ------------------------------------------------------------------
+
+
+def train_agent(case: Case, logdir: Path) -> Trace:
+    """`zoo_optimizer.train_rl` under the case's writer; its loss is the critic's."""
+    trace = Trace()
+    loggers: list[Logger] = []
+
+    def make_logger(model: nn.Module) -> Logger:
+        loggers.append(Logger(case, logdir, model))
+        return loggers[0]
+
+    critic_losses, returns = train_rl(case.name, STEPS, make_logger, LOG_EVERY)
+    trace.losses, trace.returns = critic_losses, returns
+    return trace
 
 
 # --- BERT under the Hugging Face Trainer -------------------------------------------
@@ -800,7 +877,8 @@ def generate(case: Case, root: Path) -> dict[str, Any]:
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trace = train_bert(case, logdir) if case.family == "bert" else train(case, logdir)
+        trainer = {"bert": train_bert, "rl": train_agent}.get(case.family, train)
+        trace = trainer(case, logdir)
     labels = {
         "case": case.name,
         "family": case.family,
@@ -819,6 +897,7 @@ def generate(case: Case, root: Path) -> dict[str, Any]:
         "weight_shrink": trace.weight_shrink,
         "gradient_spread": trace.gradient_spread,
         "spike_growth": trace.spike_growth(),
+        "skipped": trace.skipped,
         "seconds": time.perf_counter() - started,
         "problem": built_as_labelled(case, trace),
     }
@@ -833,8 +912,20 @@ def _mean(values: list[float]) -> float:
 def built_as_labelled(case: Case, trace: Trace) -> str | None:
     """Why the training did not go as its label says, or None when it did."""
     nan_loss = any(not math.isfinite(v) for v in trace.losses)
+    if case.family == "rl":
+        return None if grew(trace.returns, 10.0) else "its returns did not grow tenfold"
+    if case.condition == "healthy" and case.variant == "fp16" and not trace.skipped:
+        return "its loss scaler skipped no step"
     checks = {
         "healthy": (trace.loss_fell() and not nan_loss, "its loss did not fall"),
+        "skipped": (
+            streak_to_end(trace.skipped, STEPS) >= 24,
+            f"its scaler skipped only {streak_to_end(trace.skipped, STEPS)} steps to the end",
+        ),
+        "stuck": (
+            trace.weight_growth == trace.weight_shrink == 1.0 and not trace.loss_fell(),
+            "its weights moved, or its loss fell",
+        ),
         "spikes": (
             trace.loss_fell() and not nan_loss and trace.spike_growth() >= 1e3,
             f"its loss did not fall, or its spikes grew the gradient only "
@@ -863,7 +954,16 @@ def built_as_labelled(case: Case, trace: Trace) -> str | None:
 # --- Scoring -----------------------------------------------------------------------
 
 
-KINDS = ("vanishing", "exploding", "nonfinite", "dead", "saturated", "collapsed")
+KINDS = (
+    "vanishing",
+    "exploding",
+    "nonfinite",
+    "dead",
+    "saturated",
+    "collapsed",
+    "skipped",
+    "stuck",
+)
 
 
 @dataclass
