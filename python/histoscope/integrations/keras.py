@@ -62,6 +62,7 @@ from ..write.jax_device import bin_jax_arrays
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
+from ._keras_names import named_layers, named_weights
 from ._keras_taps import JaxTap, TensorFlowTap, TorchTap
 from ._watching import WatchingCallback
 
@@ -189,7 +190,7 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
             return TorchTap(every, self._deliver)
         if backend == "tensorflow":
             options = self._watching.options
-            layers = len(_named_layers(model)) if options.activations else 0
+            layers = len(named_layers(model)) if options.activations else 0
             capacity = 2 * len(model.weights) + 4 * layers + 1
             return TensorFlowTap(
                 every, self._deliver, self._report, bins=options.bins, capacity=capacity
@@ -272,7 +273,7 @@ class _Capture:
         self.current: _Step | None = None
         self.tapped_gradients = False
         self._undo: list[Callable[[], None]] = []
-        kept = _named_weights(model, options)
+        kept = named_weights(model, options)
         self.parameters = kept if options.parameters else []
         trainable = {id(v) for v in model.trainable_variables}
         self.gradient_keys = (
@@ -282,7 +283,7 @@ class _Capture:
         optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)
         self._wrap(optimizer, "apply", self._apply)
         if options.activations:
-            for key, layer in _named_layers(model):
+            for key, layer in named_layers(model):
                 self._wrap(layer, "call", self._call(key))
         model.make_train_function(force=True)
 
@@ -393,50 +394,6 @@ def _refuse_nnx_jit(model: Any) -> None:
             "its compiled step calls the model class's train_step and skips the callback's "
             "capture. Compile the model with jit_compile=False, or train without NNX mode."
         )
-
-
-def _named_weights(model: Any, options: WatchOptions) -> list[tuple[str, Any]]:
-    """``(name, variable)`` for the model's floating-point weights that the filter keeps."""
-    floating = [v for v in model.weights if "float" in str(v.dtype)]
-    names = _unique([_inside(model, v.path) for v in floating])
-    return [(name, v) for name, v in zip(names, floating) if options.keeps(name, v)]
-
-
-def _named_layers(model: Any) -> list[tuple[str, Any]]:
-    """``(name, layer)`` for the layers inside ``model`` that hold no other layer, named by
-    the layers that hold them (``block_1/dense``), as Keras names their weights."""
-    found: list[tuple[str, Any]] = []
-    seen: set[int] = set()
-
-    def visit(layer: Any, name: str) -> None:
-        inner = [
-            child
-            for child in layer._flatten_layers(include_self=False, recursive=False)
-            if not isinstance(child, keras.layers.InputLayer) and id(child) not in seen
-        ]
-        seen.update(id(child) for child in inner)
-        if not inner and layer is not model:
-            found.append((name, layer))
-        for child in inner:
-            visit(child, f"{name}/{child.name}" if name else child.name)
-
-    visit(model, "")
-    return found
-
-
-def _inside(model: Any, path: str) -> str:
-    """A path as named inside ``model``: without the model's own name in front."""
-    return path.removeprefix(f"{model.name}/")
-
-
-def _unique(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    unique = []
-    for name in names:
-        count = seen.get(name, 0)
-        seen[name] = count + 1
-        unique.append(name if count == 0 else f"{name}:{count}")
-    return unique
 
 
 def _first_of(bin_all: Callable[[list[Any]], list[Histogram]], value: Any) -> Callable[[], Any]:
