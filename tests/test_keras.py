@@ -148,13 +148,14 @@ def test_stop_on_stops_fit_after_the_batch_the_nan_is_found_at(trained: dict) ->
     assert "stopping the training" in trained["stderr"] and "nonfinite" in trained["stderr"]
 
 
-def test_epoch_logs_are_scalars_at_the_updates_so_far(trained: dict) -> None:
+def test_epoch_logs_are_scalars_at_the_epochs_last_step(trained: dict) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(trained["healthy"]["path"], size_guidance={"scalars": 0})
     events.Reload()
     assert {"loss", "val_loss"} <= set(events.Tags()["scalars"])
-    assert [e.step for e in events.Scalars("loss")] == [8, 16, 24, 32]
+    # At each epoch's last step (8 batches an epoch).
+    assert [e.step for e in events.Scalars("loss")] == [7, 15, 23, 31]
     assert [e.value for e in events.Scalars("loss")] == pytest.approx(trained["healthy"]["loss"])
 
 

@@ -21,6 +21,16 @@ output and the gradients (`defer`, which a tap may hold until the step's end,
 - PyTorch: the step runs eagerly, and the tensors are binned as `watch` bins
   them, on their device.
 
+Under a ``LossScaleOptimizer`` a tap also numbers the step with the skipped steps
+included and tells the host whether it was applied (`settle`), for
+`histoscope.integrations._keras_skips.ScaledSteps`: JAX asks the host for the
+count of skipped steps as the step starts (``io_callback``) and sends the step's
+outcome at logging and skipped steps; TensorFlow counts them in a variable and
+keeps the last step's outcome in another, which `TensorFlowTap.poll` reads
+after each step (with ``steps_per_execution`` above 1, after the last step of an
+execution only: the skipped steps before it still count in the steps' numbers,
+but are not written); PyTorch reads them as the step runs.
+
 Example:
     >>> tap = TorchTap(every=2, deliver=lambda step, values: print(step, sorted(values)))
     >>> import torch
@@ -35,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ._keras_skips import ScaledSteps
 from ._tf_records import histogram_of_record, record_width, records
 
 __all__ = ["JaxTap", "TensorFlowTap", "TorchTap"]
@@ -53,17 +64,51 @@ class JaxTap:
     callback of the steps run so far.
     """
 
-    def __init__(self, every: int, deliver: Deliver) -> None:
+    def __init__(self, every: int, deliver: Deliver, scaled: ScaledSteps | None = None) -> None:
         self.every = every
         self.deliver = deliver
+        self.scaled = scaled
+        self._started: tuple[Any, Any] = (None, None)
+        # A step's values must reach the host before its outcome: callbacks in program
+        # order, which JAX keeps (ordered effects) in a computation on one device only.
+        self.ordered = scaled is not None and _one_device()
 
     def step_of(self, model: Any, state: Any) -> Any:
-        """The optimizer's iterations (updates so far) from the JAX trainer's ``state``."""
+        """The train steps so far, from the JAX trainer's ``state``: the optimizer's
+        iterations, and under a loss-scale optimizer the steps the host saw skipped."""
         optimizer = model.optimizer
-        for variable, value in zip(optimizer.variables, state[2]):
-            if variable is optimizer.iterations:
-                return value
-        raise RuntimeError("the optimizer's iterations are not among its variables")
+        iterations = _state_value(optimizer, optimizer.iterations, state[2])
+        if self.scaled is None:
+            return iterations
+        import jax
+        from jax.experimental import io_callback
+
+        self._started = (iterations, _state_value(optimizer, optimizer.dynamic_scale, state[2]))
+        scaled, kind = self.scaled, jax.ShapeDtypeStruct((), iterations.dtype)
+        skipped = io_callback(
+            lambda: np.asarray(scaled.skipped, kind.dtype), kind, ordered=self.ordered
+        )
+        return iterations + skipped
+
+    def settle(self, model: Any, state: Any, step: Any, due: Any) -> None:
+        """Sends the step's outcome (``state`` is the step's new state) to the host at
+        logging and skipped steps."""
+        if self.scaled is None:
+            return
+        import jax
+
+        before, scale = self._started
+        applied = _state_value(model.optimizer, model.optimizer.iterations, state[2]) != before
+        scaled = self.scaled
+
+        def send(at: Any, done: Any, ran_under: Any) -> None:
+            scaled.settle(int(at), applied=bool(done), scale=float(ran_under))
+
+        jax.lax.cond(
+            due | ~applied,
+            lambda: jax.debug.callback(send, step, applied, scale, ordered=self.ordered),
+            lambda: None,
+        )
 
     def due(self, step: Any) -> Any:
         return step % self.every == 0
@@ -76,9 +121,10 @@ class JaxTap:
         def send(at: Any, values: list[Any]) -> None:
             self.deliver(int(at), dict(zip(keys, values)))
 
+        values = [value for _, value in named]
         jax.lax.cond(
             due,
-            lambda: jax.debug.callback(send, step, [value for _, value in named]),
+            lambda: jax.debug.callback(send, step, values, ordered=self.ordered),
             lambda: None,
         )
 
@@ -98,12 +144,25 @@ class JaxTap:
 class TorchTap:
     """The PyTorch backend runs the step eagerly: a logging step's tensors go straight on."""
 
-    def __init__(self, every: int, deliver: Deliver) -> None:
+    def __init__(self, every: int, deliver: Deliver, scaled: ScaledSteps | None = None) -> None:
         self.every = every
         self.deliver = deliver
+        self.scaled = scaled
+        self._started = (0, 0.0)
 
     def step_of(self, model: Any, state: Any) -> int:
-        return int(model.optimizer.iterations.value)
+        """The train steps so far: the optimizer's iterations, and the steps skipped."""
+        iterations = int(model.optimizer.iterations.value)
+        if self.scaled is None:
+            return iterations
+        self._started = (iterations, float(model.optimizer.dynamic_scale.value))
+        return iterations + self.scaled.skipped
+
+    def settle(self, model: Any, state: Any, step: int, due: bool) -> None:
+        if self.scaled is not None:
+            before, scale = self._started
+            applied = int(model.optimizer.iterations.value) != before
+            self.scaled.settle(step, applied=applied, scale=scale)
 
     def due(self, step: int) -> bool:
         return step % self.every == 0
@@ -134,7 +193,14 @@ class TensorFlowTap:
     """
 
     def __init__(
-        self, every: int, deliver: Deliver, report: Report, *, bins: int, capacity: int
+        self,
+        every: int,
+        deliver: Deliver,
+        report: Report,
+        *,
+        bins: int,
+        capacity: int,
+        scaled: ScaledSteps | None = None,
     ) -> None:
         import tensorflow as tf
 
@@ -151,6 +217,13 @@ class TensorFlowTap:
         ]
         self.last_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
         self._polled = -1
+        self.scaled = scaled
+        if scaled is not None:
+            self.skipped = tf.Variable(scaled.skipped, dtype=tf.int64, trainable=False)
+            # The last step's number, whether it was applied, and the scale it ran under.
+            self.outcome = tf.Variable([-1.0, 0.0, 0.0], dtype=tf.float64, trainable=False)
+            self._settled = -1
+            self._started: tuple[Any, Any] = (None, None)
         self._held: list[tuple[str, Any]] = []
         self._graph: Any = None
         # Traced as written: AutoGraph's rewriting of the binning's Python cost more time
@@ -163,7 +236,28 @@ class TensorFlowTap:
         import tensorflow as tf
 
         self._held, self._graph = [], tf.compat.v1.get_default_graph()
-        return tf.cast(tf.identity(model.optimizer.iterations.value), tf.int64)
+        iterations = tf.cast(tf.identity(model.optimizer.iterations.value), tf.int64)
+        if self.scaled is None:
+            return iterations
+        optimizer = model.optimizer
+        # Built in the first trace, which TensorFlow redoes once the variables exist; the
+        # first scales the loss by the initial scale too (LossScaleOptimizer.scale_loss).
+        scale = optimizer.dynamic_scale.value if optimizer.built else optimizer.initial_scale
+        self._started = (iterations, tf.identity(tf.cast(scale, tf.float32)))
+        return iterations + tf.identity(self.skipped)
+
+    def settle(self, model: Any, state: Any, step: Any, due: Any) -> None:
+        """Counts the step if it was skipped, and keeps its outcome for `poll`."""
+        if self.scaled is None:
+            return
+        import tensorflow as tf
+
+        before, scale = self._started
+        after = tf.cast(model.optimizer.iterations.value, tf.int64)
+        applied = tf.not_equal(after, before)
+        self.skipped.assign_add(tf.cast(tf.logical_not(applied), tf.int64))
+        outcome = [tf.cast(value, tf.float64) for value in (step, applied, scale)]
+        self.outcome.assign(tf.stack(outcome))
 
     def due(self, step: Any) -> Any:
         import tensorflow as tf
@@ -204,7 +298,16 @@ class TensorFlowTap:
         return tf.constant(True)
 
     def poll(self) -> None:
-        """Delivers the histograms of the logging steps written since the last poll."""
+        """Delivers the histograms of the logging steps written since the last poll; then,
+        under a loss-scale optimizer, the last step's outcome."""
+        self._deliver_records()
+        if self.scaled is not None:
+            step, applied, scale = (float(value) for value in self.outcome.numpy())
+            if step > self._settled:
+                self._settled = int(step)
+                self.scaled.settle(int(step), applied=bool(applied), scale=scale)
+
+    def _deliver_records(self) -> None:
         last = int(self.last_step.numpy())
         if last <= self._polled:
             return
@@ -232,3 +335,18 @@ class TensorFlowTap:
                 return None
             self.rows[key] = len(self.rows)
         return self.rows[key]
+
+
+def _state_value(optimizer: Any, variable: Any, values: Sequence[Any]) -> Any:
+    """``variable``'s value among the JAX trainer's optimizer ``values``."""
+    for candidate, value in zip(optimizer.variables, values):
+        if candidate is variable:
+            return value
+    raise RuntimeError(f"{variable.path} is not among the optimizer's variables")
+
+
+def _one_device() -> bool:
+    """Whether the JAX train step runs on one device (no Keras distribution)."""
+    import keras
+
+    return keras.distribution.distribution() is None

@@ -10,9 +10,7 @@ TensorFlow and JAX backends (and on PyTorch):
   of the training loss (``apply_gradients`` calls it too), and logs them as
   they arrive there: divided by the optimizer's ``loss_scale_factor`` when it
   has one, and before the optimizer's own ``clipnorm``, ``clipvalue`` and
-  weight decay. Under a ``LossScaleOptimizer`` they are the unscaled
-  gradients it hands to its inner optimizer, so steps it skips for
-  overflowing float16 gradients are not logged. Nothing is computed twice.
+  weight decay. Nothing is computed twice.
 - **Parameters**: every floating-point weight of the model (trainable ones,
   and non-trainable ones such as batch-norm statistics, as Keras's
   TensorBoard callback logs them), as they are when the step starts: the
@@ -22,11 +20,24 @@ TensorFlow and JAX backends (and on PyTorch):
 
 Keys are those of `histoscope.Run.watch`: ``parameters/<layer>/<weight>``,
 ``gradients/<layer>/<weight>`` and ``activations/<layer>``, paths as Keras
-names them inside the model (``dense_1/kernel``). The step is the
-optimizer's ``iterations`` when the train step starts (the updates before
-it, counted from 0 across ``fit`` calls); a step is logged when it is a
-multiple of ``every``. At the end of each epoch the epoch's logs (loss,
-metrics, validation) are logged as scalars at the updates so far.
+names them inside the model (``dense_1/kernel``). The step is the train step,
+counted from 0 across ``fit`` calls: the optimizer's ``iterations`` as the step
+starts, plus the steps a loss-scale optimizer skipped before it. A step is
+logged when it is a multiple of ``every``. At the end of each epoch the
+epoch's logs (loss, metrics, validation) are logged as scalars at the epoch's
+last train step.
+
+Mixed precision (``mixed_float16``, whose ``compile`` wraps the optimizer in a
+``LossScaleOptimizer``, or one given): the gradients are the unscaled ones the
+loss-scale optimizer hands its inner optimizer, whose ``apply`` is wrapped.
+Its ``iterations`` count only applied steps; a step it skips because its
+gradients overflowed float16 logs no histogram (the parameters and
+activations taken as it started are dropped) and is written as the scalars
+``amp/skipped_steps`` (how many so far) and ``amp/loss_scale`` (the scale it
+overflowed at), as `Run.watch` writes them under a ``GradScaler``; the loss
+scale is also written at each logged step, after its histograms
+(`histoscope.integrations._keras_skips`). ``histoscope check`` calls a few
+skips ``skipped`` (info), and a run that skips every step to its end an error.
 
 How values leave the step: on JAX, through ``jax.debug.callback`` at logging
 steps only, as host copies binned by the core; on TensorFlow, where XLA lets
@@ -34,10 +45,10 @@ nothing out but fixed-size variables, the histograms are made inside the step
 in float64, in the core's bins, and read after the step: the parameters'
 together as the step starts, the gradients' and layer outputs' together at
 its end, so that XLA compiles two binning passes whatever the model; on
-PyTorch the tensors are binned on their device, as `watch` bins them. Every histogram is
-binned before it reaches the run's writer, so the run's memory bound
-(``max_pending_bytes``, ``on_full``) holds only small histograms, as with
-`watch`. The callback re-traces the train step once per ``fit``.
+PyTorch the tensors are binned on their device, as `watch` bins them. Every
+histogram is binned before it reaches the run's writer, so the run's memory
+bound (``max_pending_bytes``, ``on_full``) holds only small histograms, as
+with `watch`. The callback re-traces the train step once per ``fit``.
 
 Keras's NNX mode on JAX (``KERAS_NNX_ENABLED``) compiles the model class's
 own ``train_step``, past the callback's capture: ``fit`` with
@@ -63,6 +74,7 @@ from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
 from ._keras_names import named_layers, named_weights
+from ._keras_skips import ScaledSteps, loss_scale_optimizer, skipped_before
 from ._keras_taps import JaxTap, TensorFlowTap, TorchTap
 from ._watching import WatchingCallback
 
@@ -129,6 +141,7 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
             stop_on=stop_on,
         )
         self._capture: _Capture | None = None
+        self._scaled: ScaledSteps | None = None
         self._every = every
         self._lock = threading.Lock()
         self._warned: set[str] = set()
@@ -144,18 +157,33 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
         model = self.model
         every = watching.every if watching.every is not None else 100
         self._every = every
+        scaling = loss_scale_optimizer(model)
+        self._scaled = (
+            None
+            if scaling is None
+            else ScaledSteps(every, self._write, skipped=skipped_before(scaling))
+        )
         self._capture = _Capture(model, self._tap(model, every), watching.options)
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        if self._capture is not None and isinstance(self._capture.tap, TensorFlowTap):
-            self._capture.tap.poll()
+        capture = self._capture
+        if capture is not None and isinstance(capture.tap, TensorFlowTap):
+            capture.tap.poll()
         watching = self._watching
-        if watching.stop_on is not None and self._capture is not None:
-            # The batch's step is one before the optimizer's count now: was it logged?
-            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1
-            watching.captured = step % self._every == 0
+        if watching.stop_on is not None and capture is not None:
+            watching.captured = self._judged_last_step(capture)
         if watching.stop_requested():
             self.model.stop_training = True
+
+    def _judged_last_step(self, capture: _Capture) -> bool:
+        """Whether the batch just run was logged (or, under a loss-scale optimizer,
+        recorded skipped), so that its alerts are judged before the next one."""
+        if self._scaled is not None:
+            capture.tap.flush()  # JAX: the step's outcome has reached the host
+            return self._scaled.take_judged()
+        # The batch's step is one before the optimizer's count now.
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1
+        return step % self._every == 0
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         run = self._watching.run
@@ -167,8 +195,17 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
             if isinstance(value, numbers.Real) and not isinstance(value, bool)
         }
         if scalars:
-            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            # At the epoch's last step: a run that skips every step to its end ends on one.
+            step = self._train_steps() - 1
             self._guard(step, "the epoch's logs", lambda: run.log(scalars, step=step))
+
+    def _train_steps(self) -> int:
+        """The train steps run so far: the optimizer's updates, and the steps it skipped."""
+        updates = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        if self._scaled is None or self._capture is None:
+            return updates
+        self._capture.tap.flush()
+        return updates + self._scaled.skipped
 
     def on_train_end(self, logs: dict | None = None) -> None:
         capture, self._capture = self._capture, None
@@ -176,7 +213,10 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
             return
         capture.remove()
         capture.tap.flush()
-        self._warn_about(capture)
+        scaled, self._scaled = self._scaled, None
+        if scaled is not None:
+            scaled.remember(self.model.optimizer)
+        self._warn_about(capture, scaled)
         watching = self._watching
         if watching.owns_run and watching.run is not None:
             watching.run.finish()
@@ -184,30 +224,43 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
 
     def _tap(self, model: Any, every: int) -> Tap:
         backend = keras.backend.backend()
+        scaled = self._scaled
         if backend == "jax":
-            return JaxTap(every, self._deliver)
+            return JaxTap(every, self._deliver, scaled)
         if backend == "torch":
-            return TorchTap(every, self._deliver)
+            return TorchTap(every, self._deliver, scaled)
         if backend == "tensorflow":
             options = self._watching.options
             layers = len(named_layers(model)) if options.activations else 0
             capacity = 2 * len(model.weights) + 4 * layers + 1
             return TensorFlowTap(
-                every, self._deliver, self._report, bins=options.bins, capacity=capacity
+                every,
+                self._deliver,
+                self._report,
+                bins=options.bins,
+                capacity=capacity,
+                scaled=scaled,
             )
         raise RuntimeError(f"histoscope's Keras callback does not know the {backend!r} backend")
 
     def _deliver(self, step: int, values: dict[str, Any]) -> None:
-        """Logs a logging step's values (arrays binned here, histograms as they are)."""
-        run = self._watching.run
-        if run is None:
-            return
+        """Logs a logging step's values (arrays binned here, histograms as they are); under
+        a loss-scale optimizer, holds them until the step is known applied."""
         with self._lock:
             ready = {k: v for k, v in values.items() if isinstance(v, Histogram)}
             arrays = {k: v for k, v in values.items() if not isinstance(v, Histogram)}
             ready.update(self._bin(step, arrays))
-            if ready:
-                self._guard(step, "writing", lambda: run.log(ready, step=step))
+            if not ready:
+                return
+            if self._scaled is not None:
+                self._scaled.hold(step, ready)
+            else:
+                self._write(step, ready)
+
+    def _write(self, step: int, data: dict[str, Any]) -> None:
+        run = self._watching.run
+        if run is not None:
+            self._guard(step, "writing", lambda: run.log(data, step=step))
 
     def _bin(self, step: int, arrays: dict[str, Any]) -> dict[str, Histogram]:
         if not arrays:
@@ -234,8 +287,14 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
     def _report(self, step: int, what: str, error: Exception) -> None:
         self._warn_once(f"step {step}: {what}: {error} (not logged; said once)")
 
-    def _warn_about(self, capture: _Capture) -> None:
-        if capture.options.gradients and capture.gradient_keys and not capture.tapped_gradients:
+    def _warn_about(self, capture: _Capture, scaled: ScaledSteps | None) -> None:
+        # An eager step that a loss-scale optimizer skipped never called the inner apply.
+        unapplied = scaled is not None and scaled.skipped > 0
+        if (
+            capture.options.gradients
+            and capture.gradient_keys
+            and not (capture.tapped_gradients or unapplied)
+        ):
             self._warn_once(
                 "no gradients were logged: the train step never called the optimizer's "
                 "apply() or apply_gradients() (a custom train_step that updates the weights "
@@ -318,6 +377,9 @@ class _Capture:
                     self.tap.tap(self.current.step, self.current.due, named)
                 result = original(*args)
                 self.tap.release(self.current.step, self.current.due)
+                # The JAX trainer's step returns (logs, state): the outcome is in the state.
+                new_state = result[1] if state is not None else None
+                self.tap.settle(self.model, new_state, self.current.step, self.current.due)
                 return result
             finally:
                 self.current = None
