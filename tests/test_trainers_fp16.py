@@ -22,6 +22,17 @@ transformers = pytest.importorskip("transformers")
 BINS = 32
 
 
+@pytest.fixture(autouse=True)
+def fresh_accelerator_state():
+    """accelerate keeps one process-wide state, fixed by the first ``Accelerator`` (an
+    earlier test's, in fp32): each test here starts and leaves it unset."""
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+
+
 class Unscaled:
     """The gradients of ``model`` each time ``scaler`` unscales them, keyed by ``step()``."""
 
