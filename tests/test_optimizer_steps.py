@@ -210,9 +210,10 @@ def test_a_named_optimizer_is_the_only_one_whose_steps_capture(tmp_path) -> None
             if i % 2 == 0:
                 mine.step()
             mine.zero_grad()
-    # Steps 1 and 3 took no step of `mine`: skipped, with no loss scaler to name a scale.
-    assert read(run)["gradients/0.bias"].steps.tolist() == [0, 2, 4]
-    assert [step for step, _ in scalars(run)[SKIPPED_KEY]] == [1, 3]
+    # Backward passes 1 and 3 took no step of `mine`: with no loss scaler, no step was
+    # skipped; the steps are `mine`'s.
+    assert read(run)["gradients/0.bias"].steps.tolist() == [0, 1, 2]
+    assert SKIPPED_KEY not in scalars(run)
 
 
 def test_optimizer_must_be_an_optimizer(tmp_path) -> None:
@@ -291,3 +292,43 @@ def test_a_loop_that_clips_under_a_scaler_logs_the_unscaled_gradients_before_cli
     assert [s for s, _ in scalars(run)[SKIPPED_KEY]] == sorted(set(range(40)) - set(steps))
     diagnosis = hs.diagnose(tmp_path / "clip")
     assert [(f.kind, f.severity) for f in diagnosis] == [("skipped", "info")]
+
+
+def test_a_gan_logs_each_half_as_its_own_optimizer_applies_it(tmp_path) -> None:
+    """The discriminator's gradients from the generator's pass (which no optimizer
+    applies: it is cleared before the next discriminator step) are neither logged nor
+    taken for skipped steps; each half is logged at its own optimizer's steps."""
+    torch.manual_seed(0)
+    generator = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    critic = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(generator.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    seen: dict[str, dict[int, dict[str, torch.Tensor]]] = {"g": {}, "d": {}}
+    with hs.init("gan", run_name="r", dir=tmp_path) as run:
+        run.watch(generator, every=1, bins=BINS, filter="2")
+        run.watch(critic, every=1, bins=BINS, filter="0")
+        for i in range(8):
+            real = torch.randn(32, 2, generator=torch.Generator().manual_seed(i)) + 3
+            fake = generator(torch.randn(32, 4))
+            opt_d.zero_grad()
+            d_loss = bce(critic(real), torch.ones(32, 1)) + bce(
+                critic(fake.detach()), torch.zeros(32, 1)
+            )
+            d_loss.backward()
+            seen["d"][i] = {f"gradients/{n}": p.grad.clone() for n, p in critic.named_parameters()}
+            opt_d.step()
+            opt_g.zero_grad()
+            bce(critic(fake), torch.ones(32, 1)).backward()  # reaches the critic too
+            seen["g"][i] = {
+                f"gradients/{n}": p.grad.clone() for n, p in generator.named_parameters()
+            }
+            opt_g.step()
+    series = read(run)
+    assert SKIPPED_KEY not in scalars(run)
+    for half, keys in (("g", ["gradients/2.weight", "gradients/2.bias"]),
+                       ("d", ["gradients/0.weight", "gradients/0.bias"])):  # fmt: skip
+        for key in keys:
+            assert series[key].steps.tolist() == list(range(8))
+            for step in range(8):
+                assert_histogram_of(series[key], step, seen[half][step][key])

@@ -86,7 +86,8 @@ def applied(watch: Watch, step: int) -> None:
         if no_scaler and last is not None and last.step == watch._count - 1:
             pending = (step, last.binned)
         watch._held, watch._last_logged = [], None
-        record_skips(watch, watch._unapplied)
+        if not no_scaler:  # with no loss scaler, no step was skipped
+            record_skips(watch, watch._unapplied)
         watch._unapplied = []
     watch._bin_at_backward |= clipped
     watch._pending = None
@@ -118,13 +119,17 @@ def unscaled(watch: Watch, step: int) -> None:
 
 
 def unapplied_attempt(watch: Watch, step: int) -> None:
-    """An attempt ended with no optimizer step: skipped by a loss scaler, or a model
-    that no optimizer steps."""
-    watch._done += 1
+    """An attempt ended with no optimizer step: skipped by a loss scaler; a backward
+    pass no optimizer of the model steps after (a GAN's discriminator, in its
+    generator's pass), which is no step; or a model that no optimizer steps."""
     watch._pending = None
     if watch._capture_at == "optimizer":
-        record_skips(watch, [step])
-    elif watch._capture_at is None:
+        if watch._attempts is not None and watch._attempts.scaler is not None:
+            watch._done += 1
+            record_skips(watch, [step])
+        return
+    watch._done += 1
+    if watch._capture_at is None:
         watch._unapplied.append(step)
         no_optimizer = watch._merge is None and watch._finite
         if no_optimizer or len(watch._unapplied) > _PATIENCE:
