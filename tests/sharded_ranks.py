@@ -348,7 +348,57 @@ def refused(rank: int, out: Path) -> None:
     watch.remove()
 
 
-CHECKS: dict[str, Callable[[int, Path], None]] = {"refused": refused}
+SCALED_STEPS = 8
+
+
+def fsdp2_fp16_scaler(rank: int, out: Path) -> None:
+    """FSDP2 in fp16 under a ``GradScaler`` whose first scale overflows: the whole
+    gradients as the scaler unscales them, gathered by the test's own wrapper of its
+    ``unscale_`` on every rank, saved for the steps it applied; the skipped steps beside."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    model = mlp()
+    mixed = MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32)
+    for part in (model[0], model[2], model):
+        fully_shard(part, mp_policy=mixed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**20)
+    unscaled: dict[str, np.ndarray] = {}
+    own_unscale = scaler.unscale_
+
+    def unscale_(opt: torch.optim.Optimizer) -> None:
+        own_unscale(opt)
+        for key, tensor in dtensors(model).items():  # full_tensor(): every rank gathers
+            if key.startswith("gradients/"):
+                unscaled[key] = tensor.detach().double().numpy()
+
+    scaler.unscale_ = unscale_  # type: ignore[method-assign]
+    if rank == 0:
+        hs.init("p", run_name="r", dir=out)
+    watch = hs.watch(model, log="gradients", every=1)
+    expected: dict[str, np.ndarray] = {}
+    skipped: list[int] = []
+    for step in range(SCALED_STEPS):
+        scaler.scale(model(batch(step, rank)).float().pow(2).mean()).backward()
+        scale = scaler.get_scale()
+        scaler.step(optimizer)
+        scaler.update()
+        if scaler.get_scale() < scale:
+            skipped.append(step)
+        else:
+            expected.update({f"{step}:{key}": v for key, v in unscaled.items()})
+        optimizer.zero_grad()
+    watch.remove()
+    if rank == 0:
+        hs.finish()
+        np.savez(out / "expected.npz", **expected)
+        (out / "skipped.json").write_text(json.dumps(skipped))
+
+
+CHECKS: dict[str, Callable[[int, Path], None]] = {
+    "refused": refused,
+    "fsdp2_fp16_scaler": fsdp2_fp16_scaler,
+}
 """Scenarios checked apart from the whole-tensor comparison."""
 
 

@@ -22,6 +22,7 @@ if not torch.distributed.is_available():  # pragma: no cover - torch built witho
 
 from sharded_ranks import (  # noqa: E402
     CHECKS,
+    SCALED_STEPS,
     SCENARIOS,
     STEPS,
     drilled,
@@ -97,3 +98,28 @@ def test_a_stopped_or_dead_peer_costs_only_the_timeout(tmp_path: Path) -> None:
     for run in drilled(faults, tmp_path, SECONDS, "Module").values():
         assert run["parameters/weight"].steps.tolist() == [0]
         assert run["parameters/weight"].stats["count"].tolist() == [12.0]
+
+
+def test_fsdp2_in_fp16_logs_gradients_as_its_scaler_unscales_them(sharded: Path) -> None:
+    """Issue 41: under a GradScaler the capture moves to its unscale_; the steps it skips
+    log no histogram and are recorded as skipped."""
+    from histoscope import _core
+    from histoscope.write.optimizer_steps import SKIPPED_KEY
+
+    folder = sharded / "fsdp2_fp16_scaler"
+    skipped = json.loads((folder / "skipped.json").read_text())
+    assert 0 < len(skipped) < SCALED_STEPS - 2, skipped
+    expected = by_key(np.load(folder / "expected.npz").items())
+    applied = [step for step in range(SCALED_STEPS) if step not in skipped]
+    series = written(folder)
+    assert sorted(series) == sorted(expected)
+    for key, steps in expected.items():
+        assert series[key].steps.tolist() == applied, key
+        assert_whole_tensors(series[key], steps, key)
+    recorded = sorted(
+        point.step
+        for path in (folder / "p" / "r").glob("*tfevents*")
+        for point in _core.read_scalars(str(path))[1]
+        if point.tag == SKIPPED_KEY
+    )
+    assert recorded == skipped

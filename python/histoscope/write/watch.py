@@ -12,7 +12,8 @@ with the parameters and the step's first training activations. A step the
 scaler skips logs no histogram but the scalars ``amp/skipped_steps`` and
 ``amp/loss_scale``. Until the first optimizer step, due backward passes are
 held (`step_capture`): a model no optimizer steps, or a sharded one, is
-captured as each backward pass ends.
+captured as each backward pass ends; a sharded one under a loss scaler, at its
+``unscale_`` (`scaled_shards`).
 
 Steps. Without ``step=``, a watch counts the optimizer steps from 0, skipped
 ones included (the backward passes, where no optimizer steps the model), and
@@ -53,6 +54,7 @@ from .optimizer import OptimizerWatch
 from .optimizer_steps import StepAttempts
 from .options import WatchOptions
 from .said_once import SaidOnce
+from .scaled_shards import take_over_if_scaled
 from .sharded import Merge, Wanted, check_writer, wanted_of
 from .shards import find_pieces, original_name, warn_unsupported
 from .sinks import NO_SINK, HistogramSink, NoSink
@@ -332,6 +334,8 @@ class Watch:
         backward passes end, holds it while that is not known, and counts it."""
         self._in_backward = False
         try:
+            if self._merge is not None and self._backward_hooks and self._count == 0:
+                take_over_if_scaled(self)  # under a loss scaler, captured at its unscale_
             if self._capture_at == "backward" and self.due():
                 self.capture()
             elif self._capture_at is None:
