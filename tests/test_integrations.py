@@ -342,3 +342,47 @@ def test_lightning_16_mixed_logs_unscaled_gradients_and_records_skipped_steps(
         assert float(np.abs(series[key].stats["max"]).max()) < 100
     found = hs.diagnose(run.dir.parent)
     assert [(f.kind, f.severity) for f in found] == [("skipped", "info")]
+
+
+def test_lightning_bf16_mixed_logs_the_gradients_the_optimizer_is_handed(tmp_path: Path) -> None:
+    """Issue 41: bf16-mixed has no loss scaler; the gradients logged are those at the
+    optimizer's step, recorded by a callback of the test's own after histoscope's."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 8, generator=g)
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, x[:, :4].sum(1, keepdim=True)), batch_size=64
+    )
+
+    class Handed(pl.Callback):
+        def __init__(self) -> None:
+            self.grads: dict[int, dict[str, torch.Tensor]] = {}
+
+        def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+            self.grads[trainer.global_step] = {
+                f"gradients/{n}": p.grad.detach().clone() for n, p in pl_module.named_parameters()
+            }
+
+    callback, handed = LightningCallback(every=1, bins=16), Handed()
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        precision="bf16-mixed",
+        max_steps=8,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback, handed],
+        default_root_dir=tmp_path,
+    )
+    trainer.fit(_Regression(), data)
+    assert callback.run is not None
+    series = read(callback.run.dir)
+    keys = [k for k in series if k.startswith("gradients/")]
+    assert keys
+    for key in keys:
+        steps = series[key].steps.tolist()
+        assert steps == sorted(handed.grads) and len(steps) == 8
+        for i, step in enumerate(steps):
+            expected = hs.Histogram(handed.grads[step][key], bins=16)
+            np.testing.assert_array_equal(series[key].buckets[i][:, 0], expected.edges[:-1])
+            np.testing.assert_array_equal(series[key].buckets[i][:, 2], expected.counts)
