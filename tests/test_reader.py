@@ -228,3 +228,16 @@ def test_pathlike_and_str_agree(fixtures: Path) -> None:
     a = histoscope.read_tensorboard_histograms(str(fixtures / "nested"))
     b = histoscope.read_tensorboard_histograms(fixtures / "nested")
     assert a == b
+
+
+def test_the_cores_io_failures_are_the_oserrors_python_gives(tmp_path: Path) -> None:
+    """rust/py/errors.rs: one map, by what the system said, naming the path."""
+    from histoscope import _core
+
+    with pytest.raises(FileNotFoundError, match="missing"):
+        _core.read_scalars(str(tmp_path / "missing"))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="file"):
+        _core.read_scalars(str(tmp_path / "file" / "inside"))
+    with pytest.raises(FileNotFoundError, match="missing"):
+        histoscope.load_histograms(tmp_path / "missing")

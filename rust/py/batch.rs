@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::fsspec::{FsspecLogdir, PyFile};
@@ -11,22 +11,12 @@ use super::records::{MergedRecord, RunFilesRecord};
 use crate::logdir::discover::{qualified_runs, RunFiles};
 use crate::logdir::load::LogdirSource;
 use crate::logdir::merge::{merge_run, merge_share};
-use crate::logdir::plan::{PlanError, RunPlan as CorePlan, RunPlanner as CorePlanner};
+use crate::logdir::plan::{RunPlan as CorePlan, RunPlanner as CorePlanner};
 use crate::logdir::storage::Dir;
 use crate::read::event_file::{read_event_file, FileContents};
-use crate::read::event_stream::{EventStream as CoreStream, StreamError};
+use crate::read::event_stream::EventStream as CoreStream;
 use crate::read::file_pieces::FilePieces as CorePieces;
 use crate::read::tf_record::RecordReader;
-
-impl From<StreamError> for PyErr {
-    fn from(e: StreamError) -> PyErr {
-        match e {
-            StreamError::Spawn { .. } => PyOSError::new_err(e.to_string()),
-            StreamError::Finished(_) => PyValueError::new_err(e.to_string()),
-            StreamError::DecoderFailed(_) => PyRuntimeError::new_err(e.to_string()),
-        }
-    }
-}
 
 /// The `logdir` argument: one log directory, or several as `(name, dir)` pairs whose
 /// runs are named `name/run`; each a local path or an `FsspecLogdir`.
@@ -63,12 +53,6 @@ impl From<Logdirs> for LogdirSource {
                     .collect(),
             ),
         }
-    }
-}
-
-impl From<PlanError> for PyErr {
-    fn from(e: PlanError) -> PyErr {
-        PyValueError::new_err(e.to_string())
     }
 }
 

@@ -7,21 +7,9 @@ use pyo3::prelude::*;
 
 use super::arrays::{c_order, data, Array};
 use super::records::BinnedHistogram;
-use crate::bins::binning::{histogram as bin, BinningError, Bins, Histogram};
-use crate::bins::edges::{self, EdgesError};
+use crate::bins::binning::{histogram as bin, Bins, Histogram};
+use crate::bins::edges;
 use crate::histograms::float16::HalfFloat;
-
-impl From<BinningError> for PyErr {
-    fn from(e: BinningError) -> PyErr {
-        PyValueError::new_err(e.to_string())
-    }
-}
-
-impl From<EdgesError> for PyErr {
-    fn from(e: EdgesError) -> PyErr {
-        PyValueError::new_err(e.to_string())
-    }
-}
 
 /// Bins `values` into `bins` equal bins (over `range`, default the finite
 /// minimum and maximum) or between `edges` (a float64 array), each value

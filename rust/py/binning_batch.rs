@@ -7,15 +7,9 @@ use pyo3::prelude::*;
 
 use super::arrays::{c_order, data, Array, Data};
 use super::records::{BinnedHistogram, StatsRecord};
-use crate::bins::binning::batch::{histograms as bin_all, BatchError};
+use crate::bins::binning::batch::histograms as bin_all;
 use crate::bins::binning::{Bins, Histogram, Values};
 use crate::histograms::float16::HalfFloat;
-
-impl From<BatchError> for PyErr {
-    fn from(e: BatchError) -> PyErr {
-        PyValueError::new_err(e.to_string())
-    }
-}
 
 /// Histograms binned together, held by the core: `EventFileWriter.write_batch`
 /// writes them without a Python object per histogram; `histogram(i)` gives one.

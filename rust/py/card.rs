@@ -9,15 +9,9 @@ use pyo3::prelude::*;
 
 use super::follow::RunLoaderHandle;
 use super::records::{matrix, SeriesRecord};
-use crate::bins::card::{CardError, CardRequest, CARD_BINS, CARD_MAX_STEPS, CARD_STEPS};
+use crate::bins::card::{CardRequest, CARD_BINS, CARD_MAX_STEPS, CARD_STEPS};
 use crate::bins::shared::SharedCharts;
 use crate::logdir::card::{read_card as core_read_card, Card, CardFailure, CardRun, CountedStep};
-
-impl From<CardError> for PyErr {
-    fn from(e: CardError) -> PyErr {
-        PyValueError::new_err(e.to_string())
-    }
-}
 
 type Array1<T> = Py<PyArray1<T>>;
 

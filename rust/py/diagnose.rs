@@ -1,21 +1,12 @@
 //! `diagnose_series` and the finding record: findings of the core's rules as typed records.
 
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::records::SeriesRecord;
-use crate::diagnose::{
-    diagnose_checked, DiagnoseError, Evidence, Finding, Options, SeriesView, StepBuckets,
-};
+use crate::diagnose::{diagnose_checked, Evidence, Finding, Options, SeriesView, StepBuckets};
 use crate::histograms::profile;
 use crate::histograms::stats::Stats;
-
-impl From<DiagnoseError> for PyErr {
-    fn from(e: DiagnoseError) -> PyErr {
-        PyValueError::new_err(e.to_string())
-    }
-}
 
 /// One finding: which series, which steps, how bad, the numbers behind it and what to do.
 #[pyclass(frozen, get_all, module = "histoscope._core")]

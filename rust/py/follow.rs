@@ -6,22 +6,12 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2};
-use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
 
 use super::records::{matrix, stats_matrix};
 use crate::bins::compressor::BASIS_POINTS;
 use crate::logdir::bucket_cache::{shared_buckets, SharedBuckets};
-use crate::logdir::run_loader::{read, BucketsError, Progress, RunLoader as CoreLoader, TagIndex};
-
-impl From<BucketsError> for PyErr {
-    fn from(e: BucketsError) -> PyErr {
-        match e {
-            BucketsError::Vanished { .. } => PyFileNotFoundError::new_err(e.to_string()),
-            _ => PyValueError::new_err(e.to_string()),
-        }
-    }
-}
+use crate::logdir::run_loader::{read, Progress, RunLoader as CoreLoader, TagIndex};
 
 /// Buckets read again, shared by every run loader made with it, at most `cap_bytes` of them.
 #[pyclass(frozen, name = "BucketCache", module = "histoscope._core")]

@@ -2,21 +2,9 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 
-use crate::read::metric_layout::{read_layout as read, LayoutError, MetricLayout};
-
-impl From<LayoutError> for PyErr {
-    fn from(e: LayoutError) -> PyErr {
-        match e {
-            LayoutError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                pyo3::exceptions::PyFileNotFoundError::new_err(e.to_string())
-            }
-            LayoutError::Io { .. } => PyOSError::new_err(e.to_string()),
-        }
-    }
-}
+use crate::read::metric_layout::{read_layout as read, MetricLayout};
 
 /// The section and visibility `Run.define_metric` declared for the keys matching `pattern`.
 #[pyclass(module = "histoscope._core", frozen, get_all)]

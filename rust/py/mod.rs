@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::bins::chart::{CHART_BINS, CHART_STEPS};
@@ -25,6 +25,7 @@ mod binning_batch;
 mod card;
 mod compare;
 mod diagnose;
+mod errors;
 mod follow;
 mod fsspec;
 mod layout;
@@ -34,17 +35,6 @@ mod scalars;
 mod spectral;
 mod stream;
 mod writer;
-
-impl From<LogdirError> for PyErr {
-    fn from(e: LogdirError) -> PyErr {
-        match e {
-            LogdirError::NotFound(_) | LogdirError::NotADirectory(_) => {
-                PyFileNotFoundError::new_err(e.to_string())
-            }
-            LogdirError::Io { .. } => PyOSError::new_err(e.to_string()),
-        }
-    }
-}
 
 fn selection(runs: Option<Vec<String>>, tags: Option<Vec<String>>) -> Selection {
     Selection {

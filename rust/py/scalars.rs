@@ -2,23 +2,9 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError};
 use pyo3::prelude::*;
 
-use crate::read::scalars::{read_scalars as read, ScalarPoint, ScalarsError};
-
-impl From<ScalarsError> for PyErr {
-    fn from(e: ScalarsError) -> PyErr {
-        match e {
-            ScalarsError::Io { ref source, .. }
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                PyFileNotFoundError::new_err(e.to_string())
-            }
-            ScalarsError::Io { .. } => PyOSError::new_err(e.to_string()),
-        }
-    }
-}
+use crate::read::scalars::{read_scalars as read, ScalarPoint};
 
 /// One scalar value as written.
 #[pyclass(module = "histoscope._core", frozen, get_all, name = "ScalarPoint")]

@@ -7,13 +7,7 @@ use pyo3::prelude::*;
 use super::arrays::c_order;
 use super::records::BinnedHistogram;
 use crate::spectral::{spectra as spectra_of, spectrum as spectrum_of, PowerLaw};
-use crate::spectral::{Spectrum, SpectrumError, MIN_EIGENVALUES, SMALL_SPECTRUM, ZERO_SHARE};
-
-impl From<SpectrumError> for PyErr {
-    fn from(e: SpectrumError) -> PyErr {
-        PyValueError::new_err(e.to_string())
-    }
-}
+use crate::spectral::{Spectrum, MIN_EIGENVALUES, SMALL_SPECTRUM, ZERO_SHARE};
 
 /// The power law fitted to a spectrum's tail (see the core's `spectral::power_law`).
 #[pyclass(frozen, get_all, name = "PowerLaw", module = "histoscope._core")]

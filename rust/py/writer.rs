@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use numpy::{PyReadonlyArray1, PyReadonlyArrayDyn};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::binning::bin_values;
@@ -17,27 +17,8 @@ use crate::histograms::float16::HalfFloat;
 use crate::histograms::stats::Stats;
 use crate::read::metric_layout::MetricLayout;
 use crate::read::optimizer_note::OptimizerNote;
-use crate::write::binned::BinnedError;
 use crate::write::diagnosed::DiagnosedWriter;
-use crate::write::event_writer::{layout_event, EventWriter, HistogramRecord, WriteError};
-
-impl From<WriteError> for PyErr {
-    fn from(e: WriteError) -> PyErr {
-        match e {
-            WriteError::EdgeCount { .. } => PyValueError::new_err(e.to_string()),
-            WriteError::Io { .. } => PyOSError::new_err(e.to_string()),
-        }
-    }
-}
-
-impl From<BinnedError> for PyErr {
-    fn from(e: BinnedError) -> PyErr {
-        match e {
-            BinnedError::TagCount { .. } => PyValueError::new_err(e.to_string()),
-            BinnedError::Write(e) => e.into(),
-        }
-    }
-}
+use crate::write::event_writer::{layout_event, EventWriter, HistogramRecord};
 
 /// An alert of the run's live diagnosis: the finding, and the step it was found at.
 #[pyclass(frozen, get_all, module = "histoscope._core")]
