@@ -236,6 +236,8 @@ def test_the_cores_io_failures_are_the_oserrors_python_gives(tmp_path: Path) -> 
 
     with pytest.raises(FileNotFoundError, match="missing"):
         _core.read_scalars(str(tmp_path / "missing"))
+    with pytest.raises(IsADirectoryError, match=str(tmp_path)):
+        _core.read_scalars(str(tmp_path))  # not an empty events file
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotADirectoryError, match="file"):
         _core.read_scalars(str(tmp_path / "file" / "inside"))

@@ -246,7 +246,16 @@ impl<R: Read> RecordReader<R> {
 /// stands now: where a reader of a growing file picks up, and its limit.
 pub fn open_at(path: &Path, start: u64) -> io::Result<(File, u64)> {
     let mut file = File::open(path)?;
-    let left = file.metadata()?.len().saturating_sub(start);
+    let metadata = file.metadata()?;
+    // A directory opens, then fails every read: which the reader would take for a
+    // file cut short, holding nothing.
+    if metadata.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    let left = metadata.len().saturating_sub(start);
     file.seek(SeekFrom::Start(start))?;
     Ok((file, left))
 }
@@ -465,5 +474,11 @@ mod tests {
             *part = &part[n..];
             Ok(n)
         }
+    }
+
+    #[test]
+    fn a_directory_is_no_file_to_read() {
+        let error = open_at(&std::env::temp_dir(), 0).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::IsADirectory);
     }
 }
