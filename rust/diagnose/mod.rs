@@ -43,6 +43,7 @@ pub use live::{Alert, LiveDiagnosis};
 pub use optimizer::OptimizerKind;
 pub use roles::{role_of, Role};
 pub use series::{SeriesKey, SeriesView, StepBuckets};
+pub use spectral::ALPHA_BAND;
 
 use crate::histograms::profile::{profile, StepProfile};
 use crate::histograms::series::Series;

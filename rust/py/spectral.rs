@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 use super::arrays::c_order;
 use super::records::BinnedHistogram;
+use crate::diagnose::ALPHA_BAND;
 use crate::spectral::{spectra as spectra_of, spectrum as spectrum_of, PowerLaw};
 use crate::spectral::{Spectrum, MIN_EIGENVALUES, SMALL_SPECTRUM, ZERO_SHARE};
 
@@ -118,5 +119,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SPECTRUM_MIN_EIGENVALUES", MIN_EIGENVALUES)?;
     m.add("SPECTRUM_ZERO_SHARE", ZERO_SHARE)?;
     m.add("SPECTRUM_SMALL", SMALL_SPECTRUM)?;
+    m.add("ALPHA_BAND", ALPHA_BAND)?;
     Ok(())
 }

@@ -26,8 +26,9 @@ from .refreshed import RunFiles
 
 __all__ = ["BAND", "TREND_FIGURES", "SpectralTrends"]
 
-BAND = (2.0, 6.0)
-"""WeightWatcher's published band for the α of well-trained layers: drawn as context."""
+BAND: tuple[float, float] = _core.ALPHA_BAND
+"""WeightWatcher's published band for the α of well-trained layers, drawn as context:
+the core's, which its `spectral` finding judges by (`rust/diagnose/spectral.rs`)."""
 
 TREND_FIGURES = ("alpha", "stable_rank")
 """The figures drawn over steps, in order."""
