@@ -2,14 +2,13 @@
 chart, which a feed (`feeds`) fills. A thread sends what changed a few times a second,
 each message within a byte budget; at the end of each cell the widget saves a snapshot
 (the ``_snapshot`` trait, kept in a saved notebook's widget state) and refreshes its
-output's HTML fallback, the report's page of the same data, for where widgets are not
-live (GitHub, nbviewer). Importing this module imports anywidget: `histoscope.notebook`
-does so only when a widget is made.
+output's HTML fallback, the saved view of the same data (`saved_view`), for where
+widgets are not live (GitHub, nbviewer, a code review). Importing this module imports
+anywidget: `histoscope.notebook` does so only when a widget is made.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import threading
 import warnings
@@ -23,9 +22,9 @@ from .. import _core
 from ..errors import HistoscopeWarning
 from ..view.follow import STOPPING, in_background
 from ..view.page import widget_module, widget_page
-from ..view.report import report_page
 from .feeds import Feed
-from .messages import message, pack, report_data
+from .messages import message, pack
+from .saved_view import saved_view
 
 __all__ = ["BUDGET_BYTES", "HEIGHT", "INTERVAL_SECONDS", "Widget"]
 
@@ -118,19 +117,19 @@ class Widget(anywidget.AnyWidget):
             handle.update(bundle, raw=True)
 
     def fallback(self, whole: _core.LiveUpdateRecord | None = None) -> str:
-        """The output's HTML where widgets are not live: the report's page of what the
-        widget holds (``whole``, the chart's whole update, if already taken), framed so
-        that its ids and scripts stay its own."""
+        """The output's ``text/html``, shown where widgets are not live: the saved view
+        (`saved_view`) of what the widget holds (``whole``, the chart's whole update, if
+        already taken), refreshed with the widget at the end of each cell and when its
+        run ends, so a notebook saved after the run grew holds the latest state.
+
+        It is plain HTML and inline SVG, read where scripts, styles and frames are
+        stripped (GitHub, nbviewer's static mode, a code review) and by screen readers.
+        The report's page in an iframe is no longer kept beside it: its scripts and
+        styles alone weigh about 190 KB escaped, twice a shown widget's budget in a
+        saved notebook (100 KB), and the places that show this fallback strip frames;
+        ``histoscope report LOGDIR`` writes that page, with every card, as a file."""
         whole = self.feed.chart.whole() if whole is None else whole
-        if not whole.changes:
-            return "<p>histoscope: no histograms yet. This output is live where widgets are.</p>"
-        data = report_data(whole, self.feed.chart.bins, self._findings["findings"])
-        title = html.escape(f"histoscope: {self.feed.title}")
-        page = report_page(data, self.feed.title)
-        return (
-            f'<iframe title="{title}" sandbox="allow-scripts" srcdoc="{html.escape(page)}"'
-            f' style="width:100%;height:{self.height}px;border:0"></iframe>'
-        )
+        return saved_view(whole, self._findings, self.feed.title)
 
     def close(self) -> None:
         """Stops following and closes the widget."""
