@@ -60,7 +60,7 @@ class ScaledShardSteps:
         self.scaler = scaler
         self._ids = frozenset(id(p) for p in watch._grad_params)
         self._pending: tuple[int, Any, float | None] | None = None
-        self._handles = [
+        self._handles: list[Any] = [
             UnscaleHook(scaler, self._unscaled),
             register_optimizer_step_pre_hook(self._pre_step),
         ]
