@@ -235,6 +235,8 @@ class EngineSteps:
             return
         step, scale, skips = stepping
         if int(self.engine.skipped_steps) > skips:
+            # Taken: a trainer's callback after the step must not capture what it left.
+            watch._last_logged = step
             record_skip(watch, step, scale)
             return
         if pending is None or pending[0] != step:
