@@ -33,11 +33,21 @@ _INSTALL = "the notebook widget needs anywidget: pip install 'histoscope[noteboo
 
 
 def widget(
-    source: Shown, *, storage_options: Mapping[str, Any] | None = None, height: int | None = None
+    source: Shown,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    height: int | None = None,
+    transport: str | None = None,
 ) -> Widget:
     """A live widget on ``source``, not displayed yet: a `Run` of this process, a log
     directory or fsspec URL (with ``storage_options``), or `HistogramSeries`. A run's
-    widget is made once and shown again after that.
+    widget is made once and shown again after that (made again if another ``transport``
+    is asked for).
+
+    ``transport`` is how its messages travel: ``"buffers"`` (binary, the fastest) or
+    ``"base64"`` (text, for front ends that drop binary buffers); by default the
+    ``HISTOSCOPE_WIDGET_TRANSPORT`` environment variable's, else ``"base64"`` in Colab
+    and ``"buffers"`` elsewhere (`histoscope.notebook.transports`).
 
     Raises ImportError without anywidget, FileNotFoundError for a log directory that is
     not there, TypeError for anything else.
@@ -50,13 +60,17 @@ def widget(
     from ..read.series import HistogramSeries
     from ..write.run import Run
     from .feeds import Feed, LogdirFeed, RunFeed, SeriesFeed
+    from .transports import chosen_transport
 
     shown = HEIGHT if height is None else height
+    carrier = chosen_transport(transport)
     feed: Feed
     if isinstance(source, Run):
         held = getattr(source, "_widget", None)
-        if held is not None and not source.closed:
+        if held is not None and not source.closed and held.transport == carrier:
             return held
+        if held is not None and not source.closed:
+            held.close()
         if source.closed:
             from ..read import load_histograms
 
@@ -65,17 +79,17 @@ def widget(
             feed = SeriesFeed(held_series, source.name, run=f"{source.project}/{source.name}")
         else:
             feed = RunFeed(source, _core.LiveChart())
-        made = Widget(feed, height=shown)
+        made = Widget(feed, height=shown, transport=carrier)
         source._widget = made
         return made
     if isinstance(source, (str, os.PathLike)):
-        return Widget(LogdirFeed(source, storage_options), height=shown)
+        return Widget(LogdirFeed(source, storage_options), height=shown, transport=carrier)
     given = [source] if isinstance(source, HistogramSeries) else source
     series = (
         [s for s in given if isinstance(s, HistogramSeries)] if isinstance(given, Sequence) else []
     )
     if series and len(series) == len(given):
-        return Widget(SeriesFeed(series), height=shown)
+        return Widget(SeriesFeed(series), height=shown, transport=carrier)
     raise TypeError(f"{_TAKES}, got {type(source).__name__}")
 
 

@@ -3,7 +3,9 @@ chart, which a feed (`feeds`) fills. A thread sends what changed a few times a s
 each message within a byte budget; at the end of each cell the widget saves a snapshot
 (the ``_snapshot`` trait, kept in a saved notebook's widget state) and refreshes its
 output's HTML fallback, the saved view of the same data (`saved_view`), for where
-widgets are not live (GitHub, nbviewer, a code review). Importing this module imports
+widgets are not live (GitHub, nbviewer, a code review). Its messages travel as
+`transports` chooses: binary buffers, or base64 text where the front end drops buffers
+(Colab). Importing this module imports
 anywidget: `histoscope.notebook` does so only when a widget is made.
 """
 
@@ -25,6 +27,7 @@ from ..view.page import widget_module, widget_page
 from .feeds import Feed
 from .messages import message, pack
 from .saved_view import saved_view
+from .transports import budget_for, carried, chosen_transport, snapshot_to_json
 
 __all__ = ["BUDGET_BYTES", "HEIGHT", "INTERVAL_SECONDS", "Widget"]
 
@@ -49,8 +52,10 @@ class Widget(anywidget.AnyWidget):
 
     _esm = traitlets.Unicode(widget_module()).tag(sync=True)
     _page = traitlets.Unicode("").tag(sync=True)
-    _snapshot = traitlets.Bytes(b"").tag(sync=True)
+    _snapshot = traitlets.Bytes(b"").tag(sync=True, to_json=snapshot_to_json)
     height = traitlets.Int(HEIGHT).tag(sync=True)
+    #: How messages travel (`transports.TRANSPORTS`); fixed when the widget is made.
+    transport = traitlets.Unicode("buffers").tag(sync=True)
 
     def __init__(
         self,
@@ -59,8 +64,13 @@ class Widget(anywidget.AnyWidget):
         height: int = HEIGHT,
         budget_bytes: int = BUDGET_BYTES,
         interval: float = INTERVAL_SECONDS,
+        transport: str | None = None,
     ) -> None:
-        super().__init__(_page=widget_page(f"histoscope: {feed.title}"), height=height)
+        super().__init__(
+            _page=widget_page(f"histoscope: {feed.title}"),
+            height=height,
+            transport=chosen_transport(transport),
+        )
         self.feed = feed
         self.budget_bytes = budget_bytes
         self.interval = interval
@@ -85,13 +95,15 @@ class Widget(anywidget.AnyWidget):
         sent = 0
         with self._lock:
             while True:
-                update = self.feed.chart.take_update(self.budget_bytes)
+                update = self.feed.chart.take_update(budget_for(self.transport, self.budget_bytes))
                 found = self.feed.findings() if sent == 0 else None
                 if found is not None:
                     self._findings = found
                 if not update.changes and found is None:
                     return sent
-                header, buffers = message(update, self.feed.chart.bins, found)
+                header, buffers = carried(
+                    *message(update, self.feed.chart.bins, found), self.transport
+                )
                 self.send(header, buffers)
                 size = sum(len(b) for b in buffers) + len(json.dumps(header))
                 self.updates += 1

@@ -1,7 +1,8 @@
 // histoscope widget: the viewer's page in a notebook's output (anywidget), in a shadow root
 // of its own, over data the kernel sends while the training logs. Each message is one
 // update of the core's live chart (rust/bins/live_update.rs): a header naming the changes,
-// their numbers in binary buffers. The page holds the report's data (embedded.js answers
+// their numbers in binary buffers, or the same bytes as base64 text in the header's
+// `encoded` list where the front end drops buffers (Colab; notebook/transports.py). The page holds the report's data (embedded.js answers
 // from it) and the app is told when it changed.
 
 import { start } from "./app.js";
@@ -104,8 +105,18 @@ function unpack(bytes) {
   return { header, buffers };
 }
 
+// Base64 text as the bytes it holds.
+function decoded(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+// The `_snapshot` trait: bytes, or base64 text from a widget whose transport is base64.
 function asBytes(value) {
   if (!value) return null;
+  if (typeof value === "string") return decoded(value);
   if (value instanceof DataView) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
   if (value instanceof ArrayBuffer) return new Uint8Array(value);
   return value.byteLength !== undefined ? new Uint8Array(value.buffer || value, value.byteOffset || 0, value.byteLength) : null;
@@ -123,7 +134,9 @@ function storeOf(model) {
   const saved = unpack(asBytes(model.get("_snapshot")));
   if (saved) store.apply(saved.header, saved.buffers);
   model.on("msg:custom", (message, buffers) => {
-    if (message && message.kind === "update") store.apply(message, buffers || []);
+    if (!message || message.kind !== "update") return;
+    const carried = message.encoded ? message.encoded.map((text) => new DataView(decoded(text).buffer)) : buffers;
+    store.apply(message, carried || []);
   });
   return store;
 }
