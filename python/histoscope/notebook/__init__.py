@@ -1,6 +1,6 @@
 """histoscope in the notebook: `show` a run being logged, a log directory (local or an
 fsspec URL) or series already loaded as a live, accessible widget (anywidget) in Jupyter,
-JupyterLab, VS Code and Colab. The widget is the viewer's own page and modules; a run's
+JupyterLab, VS Code, Colab and marimo. The widget is the viewer's own page and modules; a run's
 histograms reach it from the run's writer as they are binned, and a saved notebook keeps
 a snapshot and an HTML fallback. Needs the ``notebook`` extra (``pip install
 'histoscope[notebook]'``); nothing of it is imported until a widget is shown.
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..write.run import Run
     from .live_widget import Widget
 
-__all__ = ["Shown", "show", "widget"]
+__all__ = ["Shown", "in_marimo", "show", "widget"]
 
 #: What a widget can show: a run, a log directory or URL, or series already loaded.
 Shown = Union["Run", str, "os.PathLike[str]", "HistogramSeries", Sequence["HistogramSeries"]]
@@ -109,6 +109,15 @@ def show(source: Any, **options: Any) -> Any:
 
     if all(hasattr(source, name) for name in html._CHART_FIELDS):
         return html.show(source, **options)
+    if in_marimo():
+        import marimo
+
+        made = widget(source, **options)
+        # marimo has no end-of-cell hook: the snapshot it keeps is saved here.
+        made.settle()
+        # Appended, so that it shows wherever in the cell `show` is called.
+        marimo.output.append(made)
+        return None
     if not html._in_kernel():
         _check_shown(source)
         raise RuntimeError(
@@ -119,6 +128,34 @@ def show(source: Any, **options: Any) -> Any:
 
     display(widget(source, **options))
     return None
+
+
+def in_marimo() -> bool:
+    """Whether this code runs in a marimo notebook (edited, run as an app or exported),
+    which shows anywidgets itself. marimo is never imported to find out.
+
+    Example:
+        >>> in_marimo()
+        False
+    """
+    marimo = sys.modules.get("marimo")
+    return marimo is not None and bool(marimo.running_in_notebook())
+
+
+def _marimo_run(run: Run) -> Any:
+    """What marimo shows for a `Run` (its ``_display_``): the run's live widget, or its
+    text without the ``notebook`` extra."""
+    import warnings
+
+    from ..errors import HistoscopeWarning
+
+    try:
+        made = widget(run)
+    except ImportError as error:
+        warnings.warn(str(error), HistoscopeWarning, stacklevel=2)
+        return repr(run)
+    made.settle()  # what marimo keeps of the model (its export) is its state now
+    return made
 
 
 def _display_run(run: Run) -> None:
@@ -140,8 +177,13 @@ def _display_run(run: Run) -> None:
 
 
 def _register_display() -> None:
-    """Teaches a running IPython to show a `Run` as its widget. By the class's name, so
-    nothing of the writer (or IPython, outside one) is imported for it."""
+    """Teaches marimo and a running IPython to show a `Run` as its widget. marimo asks an
+    object for its ``_display_``, which the writer leaves to this module (the writer
+    never imports the notebook); IPython by the class's name, so nothing of IPython is
+    imported outside one."""
+    from ..write.run import Run
+
+    Run._display_ = _marimo_run  # type: ignore[attr-defined]
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:

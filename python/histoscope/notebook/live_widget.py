@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import warnings
 import weakref
 from typing import Any
@@ -29,12 +30,14 @@ from .messages import message, pack
 from .saved_view import saved_view
 from .transports import budget_for, carried, chosen_transport, snapshot_to_json
 
-__all__ = ["BUDGET_BYTES", "HEIGHT", "INTERVAL_SECONDS", "Widget"]
+__all__ = ["BUDGET_BYTES", "HEIGHT", "INTERVAL_SECONDS", "SNAPSHOT_SECONDS", "Widget"]
 
 #: The most bytes one update sends (what does not fit waits for the next).
 BUDGET_BYTES = 90 * 1024
 #: How often the thread looks for changes: at most this many updates a second, inverted.
 INTERVAL_SECONDS = 0.25
+#: Where no cell's end saves the snapshot (marimo), how often the thread saves it.
+SNAPSHOT_SECONDS = 2.0
 #: The widget's height in pixels; the page scrolls inside it.
 HEIGHT = 800
 
@@ -79,6 +82,7 @@ class Widget(anywidget.AnyWidget):
         self.bytes_sent = 0
         self.largest_update = 0
         self._snapshot_at = -1
+        self._saved_at = time.monotonic()
         self._findings: dict[str, Any] = {"findings": [], "notes": []}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -116,17 +120,25 @@ class Widget(anywidget.AnyWidget):
     def settle(self) -> None:
         """Sends everything pending, then saves the snapshot and the HTML fallback if the
         widget changed since they were last saved (at the end of each cell)."""
+        whole = self._save_snapshot()
+        if whole is None:
+            return
+        bundle = self._bundle(whole)
+        for handle in self._handles:
+            handle.update(bundle, raw=True)
+
+    def _save_snapshot(self) -> _core.LiveUpdateRecord | None:
+        """Sends everything pending, then saves the snapshot if the widget changed since
+        it was last saved; the chart's whole update it saved, or None."""
         self.send_changes(everything=True)
         if self._snapshot_at == self.updates:
-            return
+            return None
         with self._lock:
             whole = self.feed.chart.whole()
             header, buffers = message(whole, self.feed.chart.bins, self._findings)
             self._snapshot = pack(header, buffers)
             self._snapshot_at = self.updates
-        bundle = self._bundle(whole)
-        for handle in self._handles:
-            handle.update(bundle, raw=True)
+        return whole
 
     def fallback(self, whole: _core.LiveUpdateRecord | None = None) -> str:
         """The output's ``text/html``, shown where widgets are not live: the saved view
@@ -174,6 +186,11 @@ class Widget(anywidget.AnyWidget):
             if self.feed.done and not self.feed.chart.pending:
                 self._guard("saving", self.settle)
                 return
+            if not _hooked and time.monotonic() - self._saved_at >= SNAPSHOT_SECONDS:
+                # No cell ends to save at (marimo): the snapshot a page that connects
+                # later starts from is saved from here, at a bounded rate.
+                self._saved_at = time.monotonic()
+                self._guard("saving", self._save_snapshot)
             self._stop.wait(self.interval)
 
     def _guard(self, what: str, action: Any) -> None:

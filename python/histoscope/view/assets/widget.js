@@ -159,6 +159,35 @@ function keepKeys(host) {
   host.addEventListener("keydown", (event) => event.stopPropagation());
 }
 
+// Views drawn in this document, counted across module copies (a front end may load the
+// module once per model).
+const VIEWS = Symbol.for("histoscope.widget.views");
+
+const LANDMARKS = 'nav, aside, section[aria-label], section[aria-labelledby], [role="region"], [role="navigation"]';
+
+// Several outputs (two runs, or a run shown again as a cell's last line) draw the same
+// landmarks: each view after the first names its own apart, those the app adds later
+// too, so that a screen reader's list of landmarks tells them apart.
+function nameApart(root) {
+  const view = (globalThis[VIEWS] || 0) + 1;
+  globalThis[VIEWS] = view;
+  if (view < 2) return;
+  const suffix = ` (view ${view})`;
+  const rename = () => {
+    for (const region of root.querySelectorAll(LANDMARKS)) {
+      const by = region.getAttribute("aria-labelledby");
+      const name = by ? (root.getElementById(by)?.textContent || "").trim() : region.getAttribute("aria-label") || "";
+      if (name.endsWith(suffix)) continue;
+      region.setAttribute("aria-label", name + suffix);
+      region.removeAttribute("aria-labelledby");
+    }
+  };
+  rename();
+  new MutationObserver(rename).observe(root, {
+    subtree: true, childList: true, attributes: true, attributeFilter: ["aria-label", "aria-labelledby"],
+  });
+}
+
 export function render({ model, el }) {
   const host = document.createElement("div");
   host.className = "histoscope-widget";
@@ -166,6 +195,7 @@ export function render({ model, el }) {
   el.appendChild(host);
   const root = host.attachShadow({ mode: "open" });
   root.innerHTML = model.get("_page");
+  nameApart(root);
   const page = root.querySelector(".histoscope-page");
   page.style.maxHeight = model.get("height") + "px";
   const vocabulary = JSON.parse(root.getElementById("histoscope-vocabulary").textContent);
