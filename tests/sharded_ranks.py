@@ -170,13 +170,18 @@ def dtensors(model: nn.Module) -> dict[str, torch.Tensor]:
     return whole
 
 
-def fsdp2(rank: int, out: Path, dtype: torch.dtype = torch.float32, **policy: Any) -> None:
+def fsdp2_model(dtype: torch.dtype = torch.float32, **policy: Any) -> nn.Sequential:
     from torch.distributed.fsdp import fully_shard
 
     model = mlp(dtype)
     fully_shard(model[0], **policy)
     fully_shard(model[2], **policy)
     fully_shard(model, **policy)
+    return model
+
+
+def fsdp2(rank: int, out: Path, dtype: torch.dtype = torch.float32, **policy: Any) -> None:
+    model = fsdp2_model(dtype, **policy)
     activations = dtype == torch.float32 and not policy
     train_watched(rank, out, model, dtensors, dtype=dtype, activations=activations)
 
@@ -393,6 +398,12 @@ def fsdp2_fp16_scaler(rank: int, out: Path) -> None:
         hs.finish()
         np.savez(out / "expected.npz", **expected)
         (out / "skipped.json").write_text(json.dumps(skipped))
+    # A training with no scaler while this one's is still alive, with its scale: it is
+    # not taken for the new model's (no optimizer of that model is unscaled by it).
+    after = out / "no_scaler_after"
+    after.mkdir(exist_ok=True)
+    train_watched(rank, after, fsdp2_model(), dtensors)
+    assert scaler.get_scale() > 0
 
 
 CHECKS: dict[str, Callable[[int, Path], None]] = {

@@ -3,6 +3,7 @@ accumulation, and models that no optimizer steps (`histoscope.write.optimizer_st
 
 from __future__ import annotations
 
+import gc
 import glob
 import warnings
 
@@ -275,9 +276,10 @@ def train_clipped_under_scaler(
 def test_a_loop_that_clips_under_a_scaler_logs_the_unscaled_gradients_before_clipping(
     tmp_path,
 ) -> None:
-    """From the second step the optimizer applies (the scaler is found at the first,
-    which is not logged), the gradients are logged as unscaled, before clipping; the
-    training is judged healthy."""
+    """Every step the optimizer applies is logged as the scaler unscaled it, before
+    clipping (the scaler, found at the first backward pass, is caught unscaling from the
+    first step on); the training is judged healthy."""
+    gc.collect()  # earlier tests' scalers: the one in use must be the only one
     with warnings.catch_warnings():
         warnings.simplefilter("error", hs.HistoscopeAlert)
         with hs.init("clip", run_name="r", dir=tmp_path) as run:
@@ -286,12 +288,40 @@ def test_a_loop_that_clips_under_a_scaler_logs_the_unscaled_gradients_before_cli
     assert len(steps) >= 15 and steps[0] >= 4  # a first streak of skips, then a few more
     series = read(run)
     for key in [k for k in series if k.startswith("gradients/")]:
-        assert series[key].steps.tolist() == steps[1:]
-        for i, step in enumerate(steps[1:]):
+        assert series[key].steps.tolist() == steps
+        for i, step in enumerate(steps):
             assert_histogram_of(series[key], i, unscaled[step][key])
     assert [s for s, _ in scalars(run)[SKIPPED_KEY]] == sorted(set(range(40)) - set(steps))
     diagnosis = hs.diagnose(tmp_path / "clip")
     assert [(f.kind, f.severity) for f in diagnosis] == [("skipped", "info")]
+
+
+def test_a_scaler_an_earlier_training_left_is_not_taken_for_this_ones(tmp_path) -> None:
+    """A notebook's earlier cell trained under a GradScaler: it is still alive, and
+    still has a scale. A training with a scaler of its own logs by that one alone; a
+    training with none records no skipped step and no loss scale."""
+    gc.collect()
+    earlier = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    earlier.scale(torch.ones(()))
+    with hs.init("clip", run_name="r", dir=tmp_path) as run:
+        applied, unscaled = train_clipped_under_scaler(run, 30)
+    steps = sorted(applied.grads)
+    for key, series in read(run).items():
+        assert series.steps.tolist() == steps, key
+        for i, step in enumerate(steps):
+            assert_histogram_of(series, i, unscaled[step][key])
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with hs.init("plain", run_name="r", dir=tmp_path) as plain:
+        plain.watch(model, every=1, bins=BINS)
+        for i in range(5):
+            x, y = data(i)
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    assert read(plain)["gradients/0.weight"].steps.tolist() == list(range(5))
+    assert SKIPPED_KEY not in scalars(plain) and LOSS_SCALE_KEY not in scalars(plain)
+    assert earlier.get_scale() == 2.0**10  # never stepped, never touched
 
 
 def test_a_gan_logs_each_half_as_its_own_optimizer_applies_it(tmp_path) -> None:

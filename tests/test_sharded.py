@@ -123,3 +123,10 @@ def test_fsdp2_in_fp16_logs_gradients_as_its_scaler_unscales_them(sharded: Path)
         if point.tag == SKIPPED_KEY
     )
     assert recorded == skipped
+    # A model trained with no scaler afterwards, that one still alive: logged as usual.
+    after = folder / "no_scaler_after"
+    expected = by_key(np.load(after / "expected.npz").items())
+    series = written(after)
+    for key, steps in expected.items():
+        assert series[key].steps.tolist() == sorted(steps), key
+        assert_whole_tensors(series[key], steps, key)

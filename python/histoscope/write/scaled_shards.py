@@ -13,63 +13,46 @@ step: recorded as skipped, as `step_capture.record_skip` writes it). The scaler 
 found once, at the first backward pass, among the live objects (`used_scaler`).
 
 Example:
-    >>> used_scaler() is None  # no GradScaler has scaled a loss in this process
-    True
+    >>> take_over_if_scaled.__name__
+    'take_over_if_scaled'
 """
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
-from .optimizer_steps import UnscaleHook, loss_scale
+from .optimizer_steps import UnscaleHook, loss_scale, used_scalers
 from .step_capture import log_loss_scale, record_skip
 
 # A `histoscope.write.watch.Watch`: named loosely, since the watch imports this module.
 Watch = Any
 
-__all__ = ["ScaledShardSteps", "take_over_if_scaled", "used_scaler"]
-
-
-def used_scaler() -> Any:
-    """The one enabled ``torch.amp.GradScaler`` that has scaled a loss (its scale is made
-    at its first ``scale()``), among the live objects; None where there is none, or more
-    than one to choose from. A walk of every object: once per watch."""
-    try:
-        from torch.amp import GradScaler
-    except ImportError:  # torch before 2.3
-        from torch.cuda.amp import GradScaler  # type: ignore[assignment]
-    # `type()`, not `isinstance`: the latter reads `__class__`, which lazy objects warn about.
-    found = [
-        o
-        for o in gc.get_objects()
-        if issubclass(type(o), GradScaler) and getattr(o, "_scale", None) is not None
-    ]
-    enabled = [scaler for scaler in found if scaler.is_enabled()]
-    return enabled[0] if len(enabled) == 1 else None
+__all__ = ["ScaledShardSteps", "take_over_if_scaled"]
 
 
 class ScaledShardSteps:
-    """A sharded watch's captures at ``scaler``'s ``unscale_``: one per optimizer step,
-    numbered by the watch's steps, written once an optimizer of the model steps."""
+    """A sharded watch's captures at the ``unscale_`` of the scaler of its optimizer, among
+    ``scalers`` (those in use in the process): one per optimizer step, numbered by the
+    watch's steps, written once an optimizer of the model steps. Where an optimizer of
+    the model steps before any of them unscaled it, none is the model's: the watch goes
+    back to capturing as each backward pass ends, from that step."""
 
-    def __init__(self, watch: Watch, scaler: Any) -> None:
+    def __init__(self, watch: Watch, scalers: list[Any]) -> None:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         self.watch = watch
-        self.scaler = scaler
+        self.scaler: Any = None
         self._ids = frozenset(id(p) for p in watch._grad_params)
         self._pending: tuple[int, Any, float | None] | None = None
-        self._handles: list[Any] = [
-            UnscaleHook(scaler, self._unscaled),
-            register_optimizer_step_pre_hook(self._pre_step),
-        ]
+        self._handles: list[Any] = [register_optimizer_step_pre_hook(self._pre_step)]
+        for scaler in scalers:
+            self._handles.append(UnscaleHook(scaler, self._unscaled_by(scaler)))
 
     def remove(self) -> None:
         """Takes the hooks off, the last step recorded as skipped where the scaler's
         scale fell since it was captured (it backs off on an overflow alone)."""
         pending, self._pending = self._pending, None
-        if pending is not None and pending[2] is not None:
+        if pending is not None and pending[2] is not None and self.scaler is not None:
             if float(self.scaler.get_scale()) < pending[2]:
                 record_skip(self.watch, pending[0], pending[2])
         for handle in self._handles:
@@ -80,9 +63,18 @@ class ScaledShardSteps:
         groups = getattr(optimizer, "param_groups", [])
         return any(id(p) in self._ids for group in groups for p in group["params"])
 
-    def _unscaled(self, optimizer: Any) -> None:
-        if not self._holds(optimizer):
-            return
+    def _unscaled_by(self, scaler: Any) -> Any:
+        def unscaled(optimizer: Any) -> None:
+            if not self._holds(optimizer):
+                return  # another training's scaler, or another optimizer
+            if self.scaler is None:
+                self.scaler = scaler
+            if self.scaler is scaler:
+                self._capture()
+
+        return unscaled
+
+    def _capture(self) -> None:
         watch = self.watch
         if self._pending is not None:  # no optimizer stepped since: the scaler skipped it
             step, _, scale = self._pending
@@ -96,7 +88,12 @@ class ScaledShardSteps:
         self._pending = (step, binned, loss_scale(self.scaler))
 
     def _pre_step(self, optimizer: Any, _args: Any, _kwargs: Any) -> None:
-        if self._pending is None or not self._holds(optimizer):
+        if not self._holds(optimizer):
+            return
+        if self.scaler is None:
+            self._not_scaled()
+            return
+        if self._pending is None:
             return
         (step, binned, scale), self._pending = self._pending, None
         watch = self.watch
@@ -107,13 +104,26 @@ class ScaledShardSteps:
             watch._alerts.at_logged_step()
         log_loss_scale(watch, scale, step)
 
+    def _not_scaled(self) -> None:
+        """No scaler unscaled the model's optimizer before its step: the capture goes back
+        to backward passes, this step's taken now (every rank steps at once)."""
+        watch = self.watch
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        watch._capture_at = "backward"
+        step = watch._count - 1  # the backward pass just ended, as it would have been
+        if watch.due(step):
+            watch.capture(step)
+
 
 def take_over_if_scaled(watch: Watch) -> bool:
-    """At a sharded watch's first backward pass: whether a loss scaler is in use, in
-    which case its captures move to the scaler's ``unscale_`` (`ScaledShardSteps`)."""
-    scaler = used_scaler()
-    if scaler is None:
+    """At a sharded watch's first backward pass: whether a loss scaler is in use in the
+    process, in which case its captures move to the scaler's ``unscale_``
+    (`ScaledShardSteps`), until the model's optimizer is found to step without one."""
+    scalers = used_scalers()
+    if not scalers:
         return False
-    watch._handles.append(ScaledShardSteps(watch, scaler))
+    watch._handles.append(ScaledShardSteps(watch, scalers))
     watch._capture_at = "optimizer"
     return True

@@ -94,10 +94,11 @@ def applied(watch: Watch, step: int) -> None:
     watch._done += 1
     if watch._capture_at != "optimizer" or not watch.due(step):
         return
-    if first and not no_scaler and attempts is not None and attempts.changed_since_backward:
-        # Clipped after the scaler's unscale_, which is caught from the next step on
-        # (`unscaled`): no histogram rather than clipped ones, which would read as a
-        # sudden growth at the next step.
+    caught = pending is not None and pending[0] == step
+    if first and not caught and not no_scaler and attempts and attempts.changed_since_backward:
+        # Clipped after an unscale_ not caught (the scaler, found only now, caught from
+        # the next step on): no histogram rather than clipped ones, which would read as
+        # a sudden growth at the next step.
         return
     if pending is not None and pending[0] == step and pending[1] is not None:
         watch._last_logged = step
@@ -114,7 +115,11 @@ def applied(watch: Watch, step: int) -> None:
 def unscaled(watch: Watch, step: int) -> None:
     """The loss scaler just unscaled this attempt's gradients: binned now if due, as the
     optimizer will be handed them unless the loop clips them first (logged if applied)."""
-    if watch._capture_at == "optimizer" and watch._histograms_due(step):
+    if watch._capture_at == "backward":
+        return
+    # Before the first step, what was logged counts backward passes, not steps.
+    first = watch._capture_at is None and watch.active and step % watch.every == 0
+    if first or watch._histograms_due(step):
         watch._pending = (step, watch._binned(step, held=True))
 
 
