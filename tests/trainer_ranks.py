@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -160,6 +161,11 @@ def main() -> None:
     # abort a rank ("terminate called without an active exception") from gloo's threads.
     dist.barrier()
     dist.destroy_process_group()
+    # gloo's threads can still abort the interpreter's own exit: the rank's work is
+    # written and its group gone, so it leaves without running the C++ destructors.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _numpy(tensor: torch.Tensor) -> np.ndarray:
