@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..write.run import Run
     from .live_widget import Widget
 
-__all__ = ["Shown", "in_marimo", "show", "widget"]
+__all__ = ["Shown", "in_marimo", "show", "static_view", "widget"]
 
 #: What a widget can show: a run, a log directory or URL, or series already loaded.
 Shown = Union["Run", str, "os.PathLike[str]", "HistogramSeries", Sequence["HistogramSeries"]]
@@ -56,47 +56,70 @@ def widget(
         from .live_widget import HEIGHT, Widget
     except ImportError as error:
         raise ImportError(_INSTALL) from error
-    from .. import _core
-    from ..read.series import HistogramSeries
     from ..write.run import Run
-    from .feeds import Feed, LogdirFeed, RunFeed, SeriesFeed
     from .transports import chosen_transport
 
     shown = HEIGHT if height is None else height
     carrier = chosen_transport(transport)
-    feed: Feed
     if isinstance(source, Run):
         held = getattr(source, "_widget", None)
         if held is not None and not source.closed and held.transport == carrier:
             return held
         if held is not None and not source.closed:
             held.close()
-        if source.closed:
-            from ..read import load_histograms
-
-            loaded = load_histograms(source.path)
-            held_series = [one for runs in loaded.values() for one in runs.values()]
-            feed = SeriesFeed(held_series, source.name, run=f"{source.project}/{source.name}")
-        else:
-            feed = RunFeed(source, _core.LiveChart())
-        made = Widget(feed, height=shown, transport=carrier)
+        made = Widget(_feed_of(source, storage_options), height=shown, transport=carrier)
         source._widget = made
         return made
+    return Widget(_feed_of(source, storage_options), height=shown, transport=carrier)
+
+
+def static_view(source: Shown, *, storage_options: Mapping[str, Any] | None = None) -> Any:
+    """A live view of ``source`` (as `widget` takes it) that needs no widget manager,
+    not displayed yet: its saved view, replaced in place as it grows
+    (`histoscope.notebook.static_view.StaticView`).
+
+    Raises FileNotFoundError for a log directory that is not there, TypeError for
+    anything else.
+    """
+    from .static_view import StaticView
+
+    return StaticView(_feed_of(source, storage_options))
+
+
+def _feed_of(source: Shown, storage_options: Mapping[str, Any] | None) -> Any:
+    """Where a view of ``source`` is filled from (`histoscope.notebook.feeds`)."""
+    from .. import _core
+    from ..read.series import HistogramSeries
+    from ..write.run import Run
+    from .feeds import LogdirFeed, RunFeed, SeriesFeed
+
+    if isinstance(source, Run):
+        if not source.closed:
+            return RunFeed(source, _core.LiveChart())
+        from ..read import load_histograms
+
+        loaded = load_histograms(source.path)
+        held_series = [one for runs in loaded.values() for one in runs.values()]
+        return SeriesFeed(held_series, source.name, run=f"{source.project}/{source.name}")
     if isinstance(source, (str, os.PathLike)):
-        return Widget(LogdirFeed(source, storage_options), height=shown, transport=carrier)
+        return LogdirFeed(source, storage_options)
     given = [source] if isinstance(source, HistogramSeries) else source
     series = (
         [s for s in given if isinstance(s, HistogramSeries)] if isinstance(given, Sequence) else []
     )
     if series and len(series) == len(given):
-        return Widget(SeriesFeed(series), height=shown, transport=carrier)
+        return SeriesFeed(series)
     raise TypeError(f"{_TAKES}, got {type(source).__name__}")
 
 
-def show(source: Any, **options: Any) -> Any:
+def show(source: Any, *, view: str | None = None, **options: Any) -> Any:
     """Shows ``source`` in the notebook as a live widget (see `widget`); a
     `TensorBoardChart` as its accessible chart page (`histoscope.view.html.show`).
     Outside a kernel, a run or log directory has no widget: use ``histoscope view``.
+
+    ``view="static"`` shows it with no widget manager instead (`static_view`: VS Code
+    offline, a front end whose widgets fail), as it is shown by itself where
+    ``anywidget`` is not installed; ``view="widget"`` asks for the widget.
 
     Example:
         >>> import histoscope as hs
@@ -109,6 +132,18 @@ def show(source: Any, **options: Any) -> Any:
 
     if all(hasattr(source, name) for name in html._CHART_FIELDS):
         return html.show(source, **options)
+    if view not in (None, "widget", "static"):
+        raise ValueError(f'view must be "widget" or "static", got {view!r}')
+    if view is None:
+        view = "widget" if _widgets_installed() or in_marimo() else "static"
+    if view == "static" and html._in_kernel():
+        from IPython.display import display
+
+        unknown = sorted(set(options) - {"storage_options"})
+        if unknown:
+            raise TypeError(f"view='static' takes no {', '.join(unknown)}")
+        display(static_view(source, **options))
+        return None
     if in_marimo():
         import marimo
 
@@ -128,6 +163,15 @@ def show(source: Any, **options: Any) -> Any:
 
     display(widget(source, **options))
     return None
+
+
+def _widgets_installed() -> bool:
+    """Whether ``anywidget`` imports: without it no widget can be made."""
+    try:
+        import anywidget  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def in_marimo() -> bool:
