@@ -1,6 +1,6 @@
 """The core's live-chart updates as the notebook widget receives them: a JSON header and
 binary buffers (``widget.js`` applies them), packed into one ``bytes`` for the snapshot a
-saved notebook keeps, and turned into the report's data for the notebook's fallback.
+saved notebook keeps.
 
 Example:
     >>> import numpy as np
@@ -11,8 +11,6 @@ Example:
     >>> header, buffers = message(chart.take_update(1 << 20), chart.bins)
     >>> header["changes"][0]["rows"], [len(b) for b in buffers]
     (1, [40, 8, 16, 36, 0])
-    >>> report_data(chart.whole(), chart.bins, [])["cards"]["w"]["runs"]["run"]["steps"]
-    [0]
 """
 
 from __future__ import annotations
@@ -24,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from ..view.report import _compact
 
-__all__ = ["FIGURES", "message", "pack", "report_data"]
+__all__ = ["FIGURES", "message", "pack"]
 
 #: What each step carries besides its counts, in the core's order (`_core.STEP_FIGURES`).
 FIGURES: tuple[str, ...] = (*_core.STAT_NAMES, "zeros")
@@ -99,43 +96,3 @@ def pack(header: dict[str, Any], buffers: list[bytes]) -> bytes:
 
 def _aligned(n: int) -> int:
     return (n + 7) // 8 * 8
-
-
-def report_data(
-    whole: _core.LiveUpdateRecord, bins: int, findings: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The report's data (`histoscope.view.report.report_page`) from ``whole``, an update
-    holding every series in full (`_core.LiveChart.whole`), each series thinned to the
-    report's steps."""
-    edges_at = rows_at = 0
-    cards: dict[str, dict[str, Any]] = {}
-    for c in whole.changes:
-        card = cards.setdefault(c.tag, {"edges": [], "runs": {}})
-        if c.edges:
-            card["edges"] = whole.edges[edges_at : edges_at + bins + 1]
-            edges_at += bins + 1
-        rows = slice(rows_at, rows_at + c.rows)
-        rows_at += c.rows
-        kept = _core.thin_indices(c.rows, _core.CHART_STEPS)
-        steps = whole.steps[rows][kept].astype(np.int64)
-        counts = whole.counts.reshape(-1, bins)[rows][kept].astype(np.float64)
-        figures = whole.figures.reshape(-1, len(FIGURES))[rows][kept].astype(np.float64)
-        card["runs"][c.run] = {
-            "steps": [int(s) for s in steps],
-            "counts": _compact(counts),
-            "stats": {name: _compact(figures[:, i]) for i, name in enumerate(FIGURES)},
-        }
-    runs = sorted({run for card in cards.values() for run in card["runs"]})
-    return {
-        "runs": runs,
-        "tags": [{"tag": tag, "runs": sorted(cards[tag]["runs"])} for tag in sorted(cards)],
-        "layout": [],
-        "steps": {
-            run: sorted(
-                {s for card in cards.values() for s in card["runs"].get(run, {}).get("steps", [])}
-            )
-            for run in runs
-        },
-        "cards": {tag: cards[tag] for tag in sorted(cards)},
-        "findings": findings,
-    }
