@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import warnings
 import weakref
 from typing import Any
 
@@ -25,6 +24,8 @@ from .. import _core
 from ..errors import HistoscopeWarning
 from ..view.follow import STOPPING, in_background
 from ..view.page import widget_module, widget_page
+from ..write.said_once import SaidOnce
+from .cell_end import at_cell_end, hooked
 from .feeds import Feed
 from .messages import message, pack
 from .saved_view import saved_view
@@ -42,7 +43,6 @@ SNAPSHOT_SECONDS = 2.0
 HEIGHT = 800
 
 _shown: weakref.WeakSet[Widget] = weakref.WeakSet()
-_hooked = False
 
 
 class Widget(anywidget.AnyWidget):
@@ -87,11 +87,11 @@ class Widget(anywidget.AnyWidget):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._handles: list[Any] = []
-        self._warned: set[str] = set()
+        self._said = SaidOnce()
         # Waited for as the interpreter exits: it reads a directory in the core.
         self._thread = in_background(self._work, "histoscope-widget")
         _shown.add(self)
-        _hook_cells()
+        at_cell_end(_settle_all)
 
     def send_changes(self, everything: bool = False) -> int:
         """Sends what changed, one update within the budget (all of it with
@@ -186,7 +186,7 @@ class Widget(anywidget.AnyWidget):
             if self.feed.done and not self.feed.chart.pending:
                 self._guard("saving", self.settle)
                 return
-            if not _hooked and time.monotonic() - self._saved_at >= SNAPSHOT_SECONDS:
+            if not hooked() and time.monotonic() - self._saved_at >= SNAPSHOT_SECONDS:
                 # No cell ends to save at (marimo): the snapshot a page that connects
                 # later starts from is saved from here, at a bounded rate.
                 self._saved_at = time.monotonic()
@@ -198,27 +198,10 @@ class Widget(anywidget.AnyWidget):
             action()
         except Exception as error:  # noqa: BLE001 - one warning, the widget goes on
             said = f"{what}: {type(error).__name__}: {error}"
-            if said not in self._warned:
-                self._warned.add(said)
-                warnings.warn(
-                    f"histoscope widget {self.feed.title}: {said}", HistoscopeWarning, stacklevel=1
-                )
+            message = f"histoscope widget {self.feed.title}: {said}"
+            self._said.warn(said, message, HistoscopeWarning, stacklevel=1)
 
 
-def _hook_cells() -> None:
-    """Has IPython settle every shown widget at the end of each cell, once."""
-    global _hooked
-    if _hooked:
-        return
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None:
-        return
-    shell.events.register("post_run_cell", _settle_all)
-    _hooked = True
-
-
-def _settle_all(*_result: Any) -> None:
+def _settle_all() -> None:
     for widget in list(_shown):
         widget._guard("saving", widget.settle)

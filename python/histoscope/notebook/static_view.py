@@ -25,12 +25,13 @@ Example:
 from __future__ import annotations
 
 import threading
-import warnings
 import weakref
 from typing import Any
 
 from ..errors import HistoscopeWarning
 from ..view.follow import STOPPING, in_background
+from ..write.said_once import SaidOnce
+from .cell_end import at_cell_end
 from .feeds import Feed
 from .saved_view import saved_view
 
@@ -45,7 +46,6 @@ INTERVAL_SECONDS = 0.5
 _ALL = 1 << 30
 
 _shown: weakref.WeakSet[StaticView] = weakref.WeakSet()
-_hooked = False
 
 
 class StaticView:
@@ -60,10 +60,10 @@ class StaticView:
         self._handle: Any = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._warned: set[str] = set()
+        self._said = SaidOnce()
         self._thread = in_background(self._work, "histoscope-static-view")
         _shown.add(self)
-        _hook_cells()
+        at_cell_end(_refresh_all)
 
     def html(self) -> str:
         """The view of everything the chart holds now."""
@@ -118,30 +118,10 @@ class StaticView:
             action()
         except Exception as error:  # noqa: BLE001 - one warning, the view goes on
             said = f"{what}: {type(error).__name__}: {error}"
-            if said not in self._warned:
-                self._warned.add(said)
-                warnings.warn(
-                    f"histoscope view of {self.feed.title}: {said}",
-                    HistoscopeWarning,
-                    stacklevel=1,
-                )
+            message = f"histoscope view of {self.feed.title}: {said}"
+            self._said.warn(said, message, HistoscopeWarning, stacklevel=1)
 
 
-def _hook_cells() -> None:
-    """Has IPython bring every shown view up to date at the end of each cell, once: the
-    cell's output then holds what the cell logged, whenever the thread last looked."""
-    global _hooked
-    if _hooked:
-        return
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None:
-        return
-    shell.events.register("post_run_cell", _refresh_all)
-    _hooked = True
-
-
-def _refresh_all(*_result: Any) -> None:
+def _refresh_all() -> None:
     for view in list(_shown):
         view._guard("showing", view.refresh)  # polling stays with its thread
