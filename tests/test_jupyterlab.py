@@ -6,6 +6,8 @@ Nothing is asked of the network."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import socket
@@ -99,15 +101,16 @@ FRONT_ENDS = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module", params=sorted(FRONT_ENDS))
-def lab(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, str]]:
-    """JupyterLab, or Notebook 7, on a free port, its kernels in its process group: its
-    name, and the notebook's address."""
-    module, app, notebook, extra = FRONT_ENDS[request.param]
-    root = tmp_path_factory.mktemp(request.param)
+@contextlib.contextmanager
+def _serving(front_end: str, root: Path, disabled: tuple[str, ...] = ()) -> Iterator[str]:
+    """``front_end`` serving ``root`` on a free port, its kernels in its process group,
+    with the JupyterLab extensions named in ``disabled`` off: the notebook's address."""
+    module, app, notebook, extra = FRONT_ENDS[front_end]
     env = _write_home(root)
+    if disabled:
+        config = root / "config" / "labconfig" / "page_config.json"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({"disabledExtensions": dict.fromkeys(disabled, True)}))
     port = _free_port()
     command = [
         sys.executable, "-m", module, "--no-browser", "--allow-root",
@@ -127,15 +130,26 @@ def lab(
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 log_text = (root / "lab.log").read_text()[-3000:]
-                pytest.fail(f"{request.param} did not start:\n{log_text}")
+                pytest.fail(f"{front_end} did not start:\n{log_text}")
             time.sleep(0.5)
-    yield request.param, f"{url}/{notebook}?token={TOKEN}"
-    os.killpg(process.pid, signal.SIGTERM)
     try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+        yield f"{url}/{notebook}?token={TOKEN}"
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="module", params=sorted(FRONT_ENDS))
+def lab(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    """JupyterLab, or Notebook 7: its name, and the notebook's address."""
+    with _serving(request.param, tmp_path_factory.mktemp(request.param)) as address:
+        yield request.param, address
 
 
 def _open_notebook(page: Page, address: str) -> None:
@@ -249,4 +263,77 @@ def _watch_the_training(page: Page, address: str, errors: list[str], picture: st
     OUTPUT.mkdir(exist_ok=True)
     widget.screenshot(path=str(OUTPUT / f"{picture}.png"))
     assert errors == [], errors
+    page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:interrupt')")
+
+
+#: The extensions that draw widgets in JupyterLab: without them it has no widget manager.
+WIDGET_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "anywidget")
+
+#: The rows of the saved view's table, as the page shows them: each key and its step.
+SHOWN_ROWS = (
+    "() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output table tbody tr')]"
+    ".map((row) => [row.querySelector('th').textContent,"
+    " Number(row.querySelector('td').textContent)])"
+)
+
+#: Whether the notebook's outputs still carry the widget's view, in the page's JavaScript.
+CARRIES_WIDGET = (
+    "() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;"
+    " return cells.some((cell) => { const outputs = cell.model.outputs;"
+    " if (!outputs) return false;"
+    " for (let i = 0; i < outputs.length; i++) {"
+    "   if ('application/vnd.jupyter.widget-view+json' in outputs.get(i).data) return true; }"
+    " return false; }); }"
+)
+
+
+def test_without_a_widget_manager_the_run_is_its_saved_view_growing_while_it_trains(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """JupyterLab with its widget extensions off, as a front end that cannot draw the
+    widget: once the kernel idles, the output is the saved view alone, and it grows
+    while the next cell trains; axe finds nothing in it."""
+    with _serving("jupyterlab", tmp_path, disabled=WIDGET_EXTENSIONS) as address:
+        context = browser.new_context(viewport={"width": 1400, "height": 1100})
+        origin = "/".join(address.split("/")[:3])
+        asked: list[str] = []
+        context.route(
+            lambda u: not u.startswith(origin), lambda r: (asked.append(r.request.url), r.abort())
+        )
+        page = context.new_page()
+        try:
+            _watch_the_saved_view(page, address)
+        except AssertionError:
+            OUTPUT.mkdir(exist_ok=True)
+            page.screenshot(path=str(OUTPUT / "jupyterlab-no-widgets-failed.png"))
+            raise
+        assert asked == [], asked
+        context.close()
+
+
+def _watch_the_saved_view(page: Page, address: str) -> None:
+    _open_notebook(page, address)
+    page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").first.click()
+    page.keyboard.press("Shift+Enter")  # the first cell alone: then the kernel idles
+    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+    rows = page.locator(".jp-Notebook .jp-OutputArea-output table tbody tr")
+    expect(rows.first).to_be_attached(timeout=120_000)
+    expect(idle).to_be_visible(timeout=120_000)
+    page.wait_for_function(f"() => !({CARRIES_WIDGET})()", timeout=60_000)
+    assert page.locator(".histoscope-widget").count() == 0
+    first = dict(page.evaluate(SHOWN_ROWS))
+    assert len(first) == 8 and "gradients/0.weight" in first, first
+    page.keyboard.press("Shift+Enter")  # the second cell trains
+    busy = page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']")
+    expect(busy).to_be_visible(timeout=30_000)
+    grown = first["gradients/0.weight"] + 40
+    page.wait_for_function(
+        f"() => ({SHOWN_ROWS})().some(([key, step]) => key === 'gradients/0.weight'"
+        f" && step >= {grown})",
+        timeout=60_000,
+    )
+    assert busy.is_visible(), "the training ended before the view was seen to grow"
+    results = Axe().run(page, context=".jp-Notebook .jp-OutputArea-output")
+    found = [(v["id"], [n["target"] for n in v["nodes"]]) for v in results.response["violations"]]
+    assert found == [], found
     page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:interrupt')")

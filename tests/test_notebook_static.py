@@ -7,6 +7,7 @@ anywidget cannot be imported."""
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
@@ -29,25 +30,55 @@ def log(steps):
 """
 
 
-def run_cells(cells: list[str], timeout: float = 120) -> list[dict[str, Any]]:
-    """Every display and comm message the kernel published running ``cells``, in order."""
+#: A step of `run_cells` that is a front end's word, on the widget's comm, that it drew
+#: a view of the widget (as its module says in render).
+DRAWN = "drawn"
+
+#: The widget's output in a front end that draws it.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def run_cells(steps: list[str | float], timeout: float = 120) -> list[dict[str, Any]]:
+    """Every display and comm-open message the kernel published running ``steps``, in
+    order, each with the cell it came in (its index, or None while the kernel idled).
+    A step is a cell's code, a number of seconds the kernel is left idle, or `DRAWN`."""
+    import queue
+
     from jupyter_client.manager import start_new_kernel
 
     manager, client = start_new_kernel(kernel_name="python3")
     seen: list[dict[str, Any]] = []
+
+    def record(msg: dict[str, Any], cell: int | None) -> None:
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "error":
+            raise AssertionError("\n".join(content["traceback"]))
+        if kind in ("display_data", "update_display_data", "comm_open"):
+            seen.append({"type": kind, "cell": cell, **content})
+
     try:
-        for cell in cells:
-            asked = client.execute(cell)
-            while True:
-                msg = client.get_iopub_msg(timeout=timeout)
-                kind, content = msg["msg_type"], msg["content"]
-                if kind == "error":
-                    raise AssertionError("\n".join(content["traceback"]))
-                if kind in ("display_data", "update_display_data", "comm_open"):
-                    seen.append({"type": kind, **content})
-                if kind == "status" and content["execution_state"] == "idle":
-                    if msg["parent_header"].get("msg_id") == asked:
+        for index, step in enumerate(steps):
+            if step == DRAWN:
+                comm = [m["comm_id"] for m in seen if m["type"] == "comm_open"][-1]
+                data = {"method": "custom", "content": {"kind": "drawn"}}
+                client.shell_channel.send(
+                    client.session.msg("comm_msg", {"comm_id": comm, "data": data})
+                )
+            elif isinstance(step, (int, float)):
+                until = time.monotonic() + step
+                while (left := until - time.monotonic()) > 0:
+                    try:
+                        record(client.get_iopub_msg(timeout=left), None)
+                    except queue.Empty:
                         break
+            else:
+                asked = client.execute(step)
+                while True:
+                    msg = client.get_iopub_msg(timeout=timeout)
+                    record(msg, index)
+                    if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                        if msg["parent_header"].get("msg_id") == asked:
+                            break
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
@@ -99,3 +130,53 @@ def test_a_view_that_is_neither_is_refused() -> None:
 
     with pytest.raises(ValueError, match='view must be "widget" or "static"'):
         hs.show("logs", view="dashboard")
+
+
+#: The widget falls back a second after its cell ends, not five: the tests idle less.
+UNDRAWN_SOON = "import histoscope.notebook.live_widget as live\nlive.UNDRAWN_SECONDS = 1.0\n"
+
+SHOWN = LOGS + UNDRAWN_SOON + "log(range(3))\nhs.show(run{view})\n"
+
+
+def _fallen_back(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The widget's outputs replaced by its saved view alone: no widget view in them."""
+    return [m for m in seen if m["type"] == "update_display_data" and WIDGET_VIEW not in m["data"]]
+
+
+def test_a_widget_no_front_end_draws_falls_back_once_the_kernel_idles() -> None:
+    """As in VS Code offline, or a front end without a widget manager: no view says it
+    was drawn. Cells run back to back never let the kernel hear, so nothing changes
+    until it idles; then the output is the saved view, replaced while a cell logs."""
+    cells = [SHOWN.format(view=""), "time.sleep(2)", 3.0, "log(range(3, 60))\nrun.finish()"]
+    seen = run_cells(cells)
+    shown = [m for m in seen if m["type"] == "display_data"]
+    assert len(shown) == 1 and WIDGET_VIEW in shown[0]["data"]
+    fallen = _fallen_back(seen)
+    assert [m["cell"] for m in fallen[:1]] == [None], [m["cell"] for m in fallen]  # idle
+    display_id = shown[0]["transient"]["display_id"]
+    assert {m["transient"]["display_id"] for m in fallen} == {display_id}
+    while_logging = [m for m in fallen if m["cell"] == 3]
+    assert len(while_logging) >= 2, len(while_logging)
+    assert 59 in _steps(fallen[-1]["data"]["text/html"])
+    # The widget's own outputs were saved at its cell's end only, before it fell back.
+    kept = [m["cell"] for m in seen if m["type"] == "update_display_data" and m not in fallen]
+    assert kept == [0], kept
+
+
+def test_a_drawn_widget_stays_and_an_undrawn_one_comes_back_when_drawn() -> None:
+    drawn = run_cells([SHOWN.format(view=""), DRAWN, 3.0, "log(range(3, 20))"])
+    assert _fallen_back(drawn) == []
+    late = run_cells([SHOWN.format(view=""), 3.0, DRAWN, 1.0, "log(range(3, 20))"])
+    fallen = _fallen_back(late)
+    assert fallen and fallen[0]["cell"] is None
+    after = late[late.index(fallen[-1]) + 1 :]
+    back = [m for m in after if m["type"] == "update_display_data"]
+    assert back and all(WIDGET_VIEW in m["data"] for m in back), back
+    assert back[0]["cell"] is None  # on hearing the word, not at a cell's end
+    # The widget's snapshot was saved again on its return: the cell's end saved it.
+    assert 19 in _steps(back[-1]["data"]["text/html"])
+
+
+def test_a_widget_asked_for_by_name_never_falls_back() -> None:
+    seen = run_cells([SHOWN.format(view=', view="widget"'), 3.0, "log(range(3, 10))"])
+    assert _fallen_back(seen) == []

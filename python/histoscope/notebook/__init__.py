@@ -119,7 +119,10 @@ def show(source: Any, *, view: str | None = None, **options: Any) -> Any:
 
     ``view="static"`` shows it with no widget manager instead (`static_view`: VS Code
     offline, a front end whose widgets fail), as it is shown by itself where
-    ``anywidget`` is not installed; ``view="widget"`` asks for the widget.
+    ``anywidget`` is not installed. By default a widget none of whose views is drawn
+    (the kernel hears from each, once idle after a cell) falls back to the same view
+    (`histoscope.notebook.live_widget.UNDRAWN_SECONDS`); ``view="widget"`` keeps the
+    widget whatever the front end does.
 
     Example:
         >>> import histoscope as hs
@@ -134,6 +137,7 @@ def show(source: Any, *, view: str | None = None, **options: Any) -> Any:
         return html.show(source, **options)
     if view not in (None, "widget", "static"):
         raise ValueError(f'view must be "widget" or "static", got {view!r}')
+    chosen = view is None
     if view is None:
         view = "widget" if _widgets_installed() or in_marimo() else "static"
     if view == "static" and html._in_kernel():
@@ -161,7 +165,9 @@ def show(source: Any, *, view: str | None = None, **options: Any) -> Any:
         )
     from IPython.display import display
 
-    display(widget(source, **options))
+    made = widget(source, **options)
+    made.falls_back = chosen
+    display(made)
     return None
 
 

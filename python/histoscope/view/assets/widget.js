@@ -203,6 +203,8 @@ export function render({ model, el }) {
   host.histoscopeData = store.data; // what the page holds, for a reader's console and the tests
   const source = liveSource(store, vocabulary);
   start(source, { root, flags: host, url: false });
+  // The kernel hears that a view was drawn: where none is, it shows its saved view instead.
+  try { model.send({ kind: "drawn" }); } catch (error) { /* a host without messages back */ }
   const resize = () => { page.style.maxHeight = model.get("height") + "px"; };
   model.on("change:height", resize);
   return () => model.off("change:height", resize);
