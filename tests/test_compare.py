@@ -169,6 +169,30 @@ def test_two_steps_of_one_run_and_what_is_left_out(tmp_path: Path) -> None:
     assert table[1].wasserstein == 0.0  # 'early' has only step 0: both sides take it
     before = compare(tmp_path / "logs", steps=(0, 5))
     assert before.unmatched == ["grows"]
+    # Series already loaded take the core's one comparison too.
+    loaded = hs.load_histograms(str(tmp_path / "logs"))
+    assert compare(loaded, steps=(0, 5)).to_dict() == before.to_dict()
+    assert compare(loaded, steps=(1, 5)).to_dict() == table.to_dict()
+
+
+def test_keys_on_one_side_only_are_named_alike_from_files_and_series(tmp_path: Path) -> None:
+    for name, keys in (("a", ("shared", "only_a", "also_a")), ("b", ("shared", "only_b"))):
+        with hs.init("logs", run_name=name, dir=str(tmp_path)) as run:
+            for key in keys:
+                run.add_histogram(key, np.arange(10.0), step=0)
+    from_files = compare(tmp_path / "logs", a="a", b="b")
+    from_series = compare(hs.load_histograms(str(tmp_path / "logs")), a="a", b="b")
+    assert from_files.to_dict() == from_series.to_dict()
+    assert (from_files.only_a, from_files.only_b) == (["also_a", "only_a"], ["only_b"])
+    assert [row.key for row in from_files] == ["shared"]
+
+
+def test_a_side_holding_one_key_twice_is_a_clear_error(tmp_path: Path) -> None:
+    with hs.init("logs", run_name="a", dir=str(tmp_path)) as run:
+        run.add_histogram("w", np.arange(10.0), step=0)
+    series = hs.load_histograms(str(tmp_path / "logs"))["w"]["a"]
+    with pytest.raises(ValueError, match="holds the key 'w' twice"):
+        compare({"w": {"a": series}, "copy": {"a": series}}, steps=(0, 0))
 
 
 @pytest.mark.parametrize(

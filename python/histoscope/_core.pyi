@@ -279,6 +279,12 @@ class Comparison:
 def compare_runs(
     a: RunLoader, b: RunLoader, step_a: int | None = None, step_b: int | None = None
 ) -> Comparison: ...
+def compare_series(
+    a: Sequence[SeriesRecord],
+    b: Sequence[SeriesRecord],
+    step_a: int | None = None,
+    step_b: int | None = None,
+) -> Comparison: ...
 
 @final
 class DistanceTrack:

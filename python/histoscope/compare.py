@@ -33,8 +33,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
-
 from . import _core
 from .read.series import HistogramSeries
 
@@ -234,51 +232,10 @@ def _compare_loaded(
 ) -> Comparison:
     runs = sorted({run for by_run in loaded.values() for run in by_run})
     a, b = _sides(runs, a, b)
-    ranked: list[_core.Distance] = []
-    only_a: list[str] = []
-    only_b: list[str] = []
-    unmatched: list[str] = []
-    for key in sorted(loaded):
-        by_run = loaded[key]
-        if a not in by_run or b not in by_run:
-            (only_a if a in by_run else only_b).append(key)
-            continue
-        found = _series_distance(key, by_run[a], by_run[b], step_a, step_b)
-        if found is None:
-            unmatched.append(key)
-        else:
-            ranked.append(found)
-    ranked.sort(key=lambda d: (-d.scaled, -d.ks, d.key))
-    return _comparison(a, b, ranked, only_a, only_b, unmatched)
-
-
-def _series_distance(
-    key: str, a: HistogramSeries, b: HistogramSeries, step_a: int | None, step_b: int | None
-) -> _core.Distance | None:
-    at_a, at_b = _position(a, step_a), _position(b, step_b)
-    if at_a is None or at_b is None:
-        return None
-    stats = (_stats(a, at_a), _stats(b, at_b))
-    buckets_a = np.ascontiguousarray(a.buckets[at_a], dtype=np.float64)
-    buckets_b = np.ascontiguousarray(b.buckets[at_b], dtype=np.float64)
-    return _core.histogram_distance(
-        buckets_a,
-        buckets_b,
-        stats=stats,
-        key=key,
-        step_a=int(a.steps[at_a]),
-        step_b=int(b.steps[at_b]),
-    )
-
-
-def _position(series: HistogramSeries, step: int | None) -> int | None:
-    end = len(series.steps) if step is None else int(np.searchsorted(series.steps, step, "right"))
-    return end - 1 if end > 0 else None
-
-
-def _stats(series: HistogramSeries, at: int) -> _core.Stats:
-    values = dict(zip(_core.STAT_NAMES, map(float, series.stats_matrix[at])))
-    return _core.Stats(**values)
+    side_a = [by_run[a].record for by_run in loaded.values() if a in by_run]
+    side_b = [by_run[b].record for by_run in loaded.values() if b in by_run]
+    found = _core.compare_series(side_a, side_b, step_a, step_b)
+    return _comparison(a, b, found.ranked, found.only_a, found.only_b, found.unmatched)
 
 
 def _comparison(

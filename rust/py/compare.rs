@@ -5,11 +5,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::follow::RunLoaderHandle;
-use super::records::StatsRecord;
+use super::records::{BorrowedSeries, SeriesRecord, StatsRecord};
 use crate::bins::distance::{distance, Distance};
 use crate::histograms::stats::Stats;
 
-use crate::logdir::compare::{compare, distance_tracks, Comparison, KeyDistance, StepPick};
+use crate::logdir::compare::{
+    compare, distance_tracks, Comparison, KeyDistance, Loaded, LoadedKey, StepPick,
+};
 use crate::logdir::run_loader::RunLoader;
 
 /// How one key's histogram on side b differs from side a (see the core's `bins::distance`).
@@ -113,6 +115,51 @@ fn compare_runs(
     Ok(compared.into())
 }
 
+/// Every series of `a` at its last step at or before `step_a` (default: its last)
+/// against the series of `b` with the same key (its tag) at `step_b`: `compare_runs`
+/// over series already loaded (`HistogramSeries.record`), read in place. ValueError
+/// for a side holding one key twice.
+#[pyfunction]
+#[pyo3(signature = (a, b, step_a=None, step_b=None))]
+fn compare_series(
+    py: Python<'_>,
+    a: Vec<PyRef<'_, SeriesRecord>>,
+    b: Vec<PyRef<'_, SeriesRecord>>,
+    step_a: Option<i64>,
+    step_b: Option<i64>,
+) -> PyResult<ComparisonRecord> {
+    let borrow = |side: &[PyRef<'_, SeriesRecord>]| {
+        side.iter()
+            .map(|record| BorrowedSeries::new(py, record))
+            .collect::<PyResult<Vec<_>>>()
+    };
+    let (held_a, held_b) = (borrow(&a)?, borrow(&b)?);
+    let (side_a, side_b) = (loaded(&held_a)?, loaded(&held_b)?);
+    let (pick_a, pick_b) = (pick(step_a), pick(step_b));
+    let compared = py.detach(|| compare(&side_a, &side_b, pick_a, pick_b))?;
+    Ok(compared.into())
+}
+
+/// A side of borrowed series, by key.
+fn loaded<'a>(held: &'a [BorrowedSeries<'_>]) -> PyResult<Loaded<'a>> {
+    let mut side = Loaded::new();
+    for series in held {
+        let key = LoadedKey {
+            steps: series.steps.as_slice()?,
+            stats: &series.stats,
+            rows: series.rows.as_slice()?,
+            offsets: &series.offsets,
+        };
+        if side.insert(series.tag.as_str(), key).is_some() {
+            return Err(PyValueError::new_err(format!(
+                "a side of the comparison holds the key '{}' twice",
+                series.tag
+            )));
+        }
+    }
+    Ok(side)
+}
+
 /// One key's scaled distance between two runs at each column step (NaN where either
 /// side has no step yet or no finite value).
 #[pyclass(frozen, get_all, name = "DistanceTrack", module = "histoscope._core")]
@@ -180,6 +227,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DistanceRecord>()?;
     m.add_class::<ComparisonRecord>()?;
     m.add_function(wrap_pyfunction!(compare_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(compare_series, m)?)?;
     m.add_function(wrap_pyfunction!(compare_tracks, m)?)?;
     m.add_class::<DistanceTrackRecord>()?;
     m.add_function(wrap_pyfunction!(histogram_distance, m)?)?;

@@ -1,12 +1,11 @@
 //! `diagnose_series` and the finding record: findings of the core's rules as typed records.
 
-use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 
-use super::records::SeriesRecord;
+use super::records::{BorrowedSeries, SeriesRecord};
 use crate::diagnose::{diagnose_checked, Evidence, Finding, Options, SeriesView, StepBuckets};
 use crate::histograms::profile;
-use crate::histograms::stats::Stats;
 
 /// One finding: which series, which steps, how bad, the numbers behind it and what to do.
 #[pyclass(frozen, get_all, module = "histoscope._core")]
@@ -55,41 +54,6 @@ pub fn py_findings(py: Python<'_>, findings: Vec<Finding>) -> PyResult<Vec<Py<Fi
         .collect()
 }
 
-/// A series record's arrays, read in place.
-struct Borrowed<'py> {
-    run: String,
-    tag: String,
-    steps: PyReadonlyArray1<'py, i64>,
-    rows: PyReadonlyArray2<'py, f64>,
-    offsets: Vec<usize>,
-    stats: Vec<Stats>,
-}
-
-impl<'py> Borrowed<'py> {
-    fn new(py: Python<'py>, record: &SeriesRecord) -> PyResult<Self> {
-        let stats = record.stats.bind(py).readonly();
-        let stats = stats
-            .as_array()
-            .rows()
-            .into_iter()
-            .map(|row| {
-                let mut values = [f64::NAN; 8];
-                values.iter_mut().zip(row).for_each(|(v, &x)| *v = x);
-                Stats::from_array(values)
-            })
-            .collect();
-        let offsets = record.row_offsets(py)?;
-        Ok(Borrowed {
-            run: record.run.clone(),
-            tag: record.tag.clone(),
-            steps: record.steps.bind(py).readonly(),
-            rows: record.buckets.bind(py).readonly(),
-            offsets,
-            stats,
-        })
-    }
-}
-
 /// Diagnoses series already loaded (`HistogramSeries.record`), read in place: their
 /// histograms alone, without the scalars of their runs.
 #[pyfunction]
@@ -103,7 +67,7 @@ fn diagnose_series(
     let options = Options::parse(kinds, roles.unwrap_or_default())?;
     let borrowed = series
         .iter()
-        .map(|record| Borrowed::new(py, record))
+        .map(|record| BorrowedSeries::new(py, record))
         .collect::<PyResult<Vec<_>>>()?;
     let views = borrowed
         .iter()
@@ -130,7 +94,7 @@ fn zero_shares<'py>(
     py: Python<'py>,
     series: PyRef<'py, SeriesRecord>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let b = Borrowed::new(py, &series)?;
+    let b = BorrowedSeries::new(py, &series)?;
     Ok(profile::zero_shares(b.rows.as_slice()?, &b.offsets, &b.stats).into_pyarray(py))
 }
 

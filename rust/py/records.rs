@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyTuple};
@@ -113,6 +116,41 @@ impl SeriesRecord {
             wall_times: s.wall_times.into_pyarray(py).unbind(),
             run: s.run,
             tag: s.tag,
+        })
+    }
+}
+
+/// A series record's arrays, read in place.
+pub struct BorrowedSeries<'py> {
+    pub run: String,
+    pub tag: String,
+    pub steps: PyReadonlyArray1<'py, i64>,
+    pub rows: PyReadonlyArray2<'py, f64>,
+    pub offsets: Vec<usize>,
+    pub stats: Vec<Stats>,
+}
+
+impl<'py> BorrowedSeries<'py> {
+    pub fn new(py: Python<'py>, record: &SeriesRecord) -> PyResult<Self> {
+        let stats = record.stats.bind(py).readonly();
+        let stats = stats
+            .as_array()
+            .rows()
+            .into_iter()
+            .map(|row| {
+                let mut values = [f64::NAN; 8];
+                values.iter_mut().zip(row).for_each(|(v, &x)| *v = x);
+                Stats::from_array(values)
+            })
+            .collect();
+        let offsets = record.row_offsets(py)?;
+        Ok(BorrowedSeries {
+            run: record.run.clone(),
+            tag: record.tag.clone(),
+            steps: record.steps.bind(py).readonly(),
+            rows: record.buckets.bind(py).readonly(),
+            offsets,
+            stats,
         })
     }
 }
