@@ -517,6 +517,7 @@ def bin_batch(
 SPECTRUM_MIN_EIGENVALUES: Final[int]
 SPECTRUM_ZERO_SHARE: Final[float]
 ALPHA_BAND: Final[tuple[float, float]]
+SPECTRUM_PREFIX: Final[str]
 SPECTRUM_SMALL: Final[int]
 
 @final

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::spectral::SPECTRUM_PREFIX;
+
 /// What a series holds, which decides the rules that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
@@ -111,9 +113,6 @@ pub fn is_reward(key: &str) -> bool {
             .any(|w| REWARD_WORDS.contains(&w.as_str()))
 }
 
-// The first word of the keys `run.watch(spectral=True)` and `run.log_spectrum` write.
-const SPECTRUM_WORD: &str = "spectrum";
-
 /// The characters that separate the words of a key.
 pub(super) const SEPARATORS: [char; 6] = ['/', '.', '_', '-', ' ', ':'];
 
@@ -126,7 +125,7 @@ fn words(key: &str) -> Vec<String> {
 /// activation before parameter before loss.
 pub fn role_of(key: &str) -> Role {
     let words = words(key);
-    if words.first().is_some_and(|w| w == SPECTRUM_WORD) {
+    if words.first().map(String::as_str) == SPECTRUM_PREFIX.strip_suffix('/') {
         return Role::Spectrum;
     }
     if let Some(role) = words.first().and_then(|w| role_of_word(w)) {

@@ -8,7 +8,7 @@ use super::arrays::c_order;
 use super::records::BinnedHistogram;
 use crate::diagnose::ALPHA_BAND;
 use crate::spectral::{spectra as spectra_of, spectrum as spectrum_of, PowerLaw};
-use crate::spectral::{Spectrum, MIN_EIGENVALUES, SMALL_SPECTRUM, ZERO_SHARE};
+use crate::spectral::{Spectrum, MIN_EIGENVALUES, SMALL_SPECTRUM, SPECTRUM_PREFIX, ZERO_SHARE};
 
 /// The power law fitted to a spectrum's tail (see the core's `spectral::power_law`).
 #[pyclass(frozen, get_all, name = "PowerLaw", module = "histoscope._core")]
@@ -120,5 +120,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SPECTRUM_ZERO_SHARE", ZERO_SHARE)?;
     m.add("SPECTRUM_SMALL", SMALL_SPECTRUM)?;
     m.add("ALPHA_BAND", ALPHA_BAND)?;
+    m.add("SPECTRUM_PREFIX", SPECTRUM_PREFIX)?;
     Ok(())
 }

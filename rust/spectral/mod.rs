@@ -25,6 +25,11 @@ pub use power_law::{PowerLaw, MIN_EIGENVALUES, SMALL_SPECTRUM};
 /// candidates for the tail. WeightWatcher drops eigenvalues below 1e-5 for the same reason.
 pub const ZERO_SHARE: f64 = 1e-12;
 
+/// The first word of every spectrum's key (`spectrum/<name>`, its figures under
+/// `spectrum/<name>/<figure>`), as `run.watch(spectral=True)` and `log_spectrum` write
+/// them and the diagnosis and the viewer read them.
+pub const SPECTRUM_PREFIX: &str = "spectrum/";
+
 /// The spectrum of one weight matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spectrum {

@@ -125,8 +125,8 @@ def _binding(match: re.Match[str]) -> str:
 def vocabulary_script() -> str:
     """The lists the pages' modules read (``state.js``'s ``readVocabulary``) as a JSON
     block: the statistics a step can store and the severities of findings, both in the
-    core's order, and the steps an overview thins to (the core's chart rule), so that
-    no page types them again.
+    core's order, the steps an overview thins to (the core's chart rule) and the first
+    word of a spectrum's key, so that no page types them again.
 
     Example:
         >>> vocabulary_script().startswith('<script type="application/json" id="histoscope-voc')
@@ -136,6 +136,7 @@ def vocabulary_script() -> str:
         "stats": list(_core.STAT_NAMES),
         "severities": list(SEVERITIES),
         "overviewSteps": _core.CHART_STEPS,
+        "spectrumPrefix": _core.SPECTRUM_PREFIX,
     }
     return (
         '<script type="application/json" id="histoscope-vocabulary">'

@@ -33,8 +33,8 @@ the core's, which its `spectral` finding judges by (`rust/diagnose/spectral.rs`)
 TREND_FIGURES = ("alpha", "stable_rank")
 """The figures drawn over steps, in order."""
 
-PREFIX = "spectrum/"
-"""The first word of every spectral key (`histoscope.write.spectrum.PREFIX`)."""
+PREFIX = _core.SPECTRUM_PREFIX
+"""The first word of every spectral key: the core's, as the writer writes it."""
 
 
 class SpectralTrends:

@@ -57,8 +57,9 @@ __all__ = [
     "spectrum_key",
 ]
 
-PREFIX = "spectrum/"
-"""What every spectral key starts with: the histogram ``spectrum/<name>``, its figures after it."""
+PREFIX = _core.SPECTRUM_PREFIX
+"""What every spectral key starts with: the histogram ``spectrum/<name>``, its figures after
+it (the core's, which the diagnosis and the viewer read them by)."""
 
 FIGURES = ("alpha", "stable_rank", "lambda_max")
 """The scalars logged beside each spectrum, as ``spectrum/<name>/<figure>``."""

@@ -102,7 +102,7 @@ export function makeCards(app) {
       : { edges: [], runs: [] };
     if (state.view === "steps") await loadSeries(card, runs);
     // A spectrum's α and stable rank over steps, where the source can say them.
-    const spectral = isSpectrum(card.tag) && source.spectral && runs.length
+    const spectral = isSpectrum(card.tag, state.spectrumPrefix) && source.spectral && runs.length
       ? await source.spectral(card.tag, runs).catch(() => null) : null;
     if (request !== card.request || !card.mounted) return;
     card.data = data;

@@ -14,8 +14,9 @@ const HEIGHT = 150;
 const NAMES = { alpha: "α", stable_rank: "stable rank" };
 const BAND_NAME = "WeightWatcher's published band for well-trained layers";
 
-export function isSpectrum(tag) {
-  return tag.startsWith("spectrum/");
+// `prefix`: the first word of a spectrum's key, the core's (the page's vocabulary).
+export function isSpectrum(tag, prefix) {
+  return Boolean(prefix) && tag.startsWith(prefix);
 }
 
 // The section holding both panels and the table; null where no shown run logged a figure.

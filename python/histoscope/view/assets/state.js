@@ -23,7 +23,7 @@ export function newState(fromUrl, vocabulary) {
     runFilter: fromUrl.runFilter, runNames: new Map(),
     order: fromUrl.order, compareWith: fromUrl.compareWith, ranking: null,
     findings: [], announced: new Set(),
-    stats: vocabulary.stats, severities: vocabulary.severities,
+    stats: vocabulary.stats, severities: vocabulary.severities, spectrumPrefix: vocabulary.spectrumPrefix,
     text: true, sound: false, braille: false,
   };
 }
