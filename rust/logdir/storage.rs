@@ -19,6 +19,14 @@ use crate::read::event_file::open_error;
 use crate::read::report::FileReport;
 use crate::read::tf_record::RecordReader;
 
+/// How much of a store's file one request fetches (fsspec's block size): large enough
+/// that a request's latency is paid rarely, small enough to stream a growing file.
+pub const STORE_CHUNK_BYTES: usize = 8 << 20;
+
+/// How many of a store's files are read at once: a bucket's latency, not the cores,
+/// bounds it.
+pub const STORE_PARALLEL_READS: usize = 8;
+
 /// A store of files the core cannot open itself: a bucket, reached by the caller's code.
 pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// Every file under `root` (at any depth), with its size where the listing gives it.
@@ -33,7 +41,9 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
 
     /// How many files are best read at once: a store's latency is hidden by more
     /// reads in flight than there are cores.
-    fn parallel_reads(&self) -> usize;
+    fn parallel_reads(&self) -> usize {
+        STORE_PARALLEL_READS
+    }
 }
 
 /// What holds a log directory's files.

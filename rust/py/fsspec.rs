@@ -12,12 +12,7 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyDict, PyDictMethods};
 
 use crate::logdir::storage::{Dir, ObjectStore, Storage};
-
-/// How much of a remote file one request fetches (fsspec's block size).
-pub const CHUNK_BYTES: usize = 8 << 20;
-
-/// How many remote files are read at once: a bucket's latency, not the cores, bounds it.
-pub const PARALLEL_READS: usize = 8;
+use crate::logdir::storage::{STORE_CHUNK_BYTES as CHUNK_BYTES, STORE_PARALLEL_READS};
 
 /// Set as the interpreter exits (`stop_fetching`, registered with `atexit` by
 /// `histoscope.read.storage`): from then on no thread of the core takes the GIL to
@@ -158,10 +153,6 @@ impl ObjectStore for FsspecStore {
         })
         .unwrap_or_else(|_| path.display().to_string())
     }
-
-    fn parallel_reads(&self) -> usize {
-        PARALLEL_READS
-    }
 }
 
 /// A Python binary file object read as a Rust byte source, at most `most` bytes a call.
@@ -202,6 +193,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FsspecLogdir>()?;
     m.add_function(wrap_pyfunction!(stop_fetching, m)?)?;
     m.add("FETCH_CHUNK_BYTES", CHUNK_BYTES)?;
-    m.add("FETCH_PARALLEL_READS", PARALLEL_READS)?;
+    m.add("FETCH_PARALLEL_READS", STORE_PARALLEL_READS)?;
     Ok(())
 }
