@@ -4,8 +4,9 @@
 
 import { positionAt } from "./state.js";
 
-// One step's statistic for the overview, as view/answers.py overview_value computes it on the server.
-function overviewValue(stat, stats, quantiles, i) {
+// One step's statistic for the overview, as view/answers.py overview_value computes it on
+// the server (tests/test_page_rules.py holds the two to the same numbers).
+export function overviewValue(stat, stats, quantiles, i) {
   const pick = (name, fallback) => (stats[name][i] === null ? fallback : stats[name][i]);
   if (stat === "std") return pick("std", (quantiles[i][6] - quantiles[i][2]) / 2);
   if (stat === "absmax") return Math.max(Math.abs(pick("min", quantiles[i][0])), Math.abs(pick("max", quantiles[i][8])));
@@ -14,30 +15,42 @@ function overviewValue(stat, stats, quantiles, i) {
   return pick("mean", quantiles[i][4]);
 }
 
-const POINTS = [0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000].map((bp) => bp / 10000);
+const BASIS_POINTS = [0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000];
 
-// TensorBoard's nine distribution percentiles of counts over equal bins, interpolated
-// linearly inside a bin as TensorBoard's compressor interpolates between bucket edges.
-function percentiles(edges, counts) {
+// TensorBoard's nine distribution percentiles of counts over bins, by the core's rule
+// (rust/bins/compressor.rs, value for value; tests/test_page_rules.py): each basis point
+// interpolated inside the first bin with a count whose cumulative weight passes it, a bin
+// adding no weight skipped; past the last, the greatest edge. A step with no values has none.
+export function percentiles(edges, counts) {
   const total = counts.reduce((sum, c) => sum + c, 0);
-  if (!(total > 0)) return POINTS.map(() => null);
-  const cumulative = [0];
-  for (const c of counts) cumulative.push(cumulative[cumulative.length - 1] + c / total);
-  return POINTS.map((p) => {
-    let i = 1;
-    while (i < cumulative.length - 1 && cumulative[i] < p) i += 1;
-    const below = cumulative[i - 1], above = cumulative[i];
-    const share = above > below ? (p - below) / (above - below) : 0;
-    return edges[i - 1] + Math.min(1, Math.max(0, share)) * (edges[i] - edges[i - 1]);
+  if (!(total > 0)) return BASIS_POINTS.map(() => null);
+  const full = BASIS_POINTS[BASIS_POINTS.length - 1];
+  let cumulative = 0;
+  const weights = counts.map((c) => (cumulative += (c * full) / total));
+  const before = (i) => (i === 0 ? 0 : weights[i - 1]);
+  const first = edges[0], last = edges[edges.length - 1];
+  let passed = 0;
+  return BASIS_POINTS.map((bp) => {
+    while (passed < weights.length && weights[passed] <= bp) passed += 1;
+    let i = passed;
+    while (i < weights.length && weights[i] === before(i)) i += 1;
+    if (i === weights.length) return last;
+    const lhs = i === 0 || before(i) === 0 ? first : Math.max(edges[i], first);
+    const rhs = Math.min(edges[i + 1], last);
+    return lhs + ((bp - before(i)) * (rhs - lhs)) / (weights[i] - before(i));
   });
 }
 
-// maidr's thinning: the indices round-half-even(linspace(0, n - 1, most)), without repeats.
-function thin(n, most) {
+// maidr's thinning, as the core's thin_indices: the indices round-half-even(linspace(0,
+// n - 1, most)), without repeats.
+export function thin(n, most) {
   if (n <= most) return [...Array(n).keys()];
+  // The core's arithmetic: k times one step, the last index itself, so that a value a
+  // float lands just past a half rounds as NumPy's linspace rounds it.
+  const step = (n - 1) / (most - 1);
   const out = new Set();
   for (let k = 0; k < most; k++) {
-    const x = (k * (n - 1)) / (most - 1);
+    const x = k === most - 1 ? n - 1 : k * step;
     const floor = Math.floor(x);
     const rounded = x - floor === 0.5 ? (floor % 2 === 0 ? floor : floor + 1) : Math.round(x);
     out.add(rounded);
