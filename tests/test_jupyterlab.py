@@ -9,12 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +19,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browser import OUTPUT
 from playwright.sync_api import Browser, Page, expect
+from served import serving
 
 pytest_plugins = ["browser"]  # the browser fixture
 
@@ -55,12 +51,6 @@ run
 
 #: Long enough to watch the widget grow while the cell is busy (about 20 s).
 TRAIN = "train(400)"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _write_home(root: Path) -> dict[str, str]:
@@ -111,36 +101,14 @@ def _serving(front_end: str, root: Path, disabled: tuple[str, ...] = ()) -> Iter
         config = root / "config" / "labconfig" / "page_config.json"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(json.dumps({"disabledExtensions": dict.fromkeys(disabled, True)}))
-    port = _free_port()
-    command = [
+    command = lambda port: [  # noqa: E731
         sys.executable, "-m", module, "--no-browser", "--allow-root",
         f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
         f"--ServerApp.root_dir={root}", f"--{app}.expose_app_in_browser=True", *extra,
     ]  # fmt: skip
-    log = (root / "lab.log").open("w")
-    process = subprocess.Popen(
-        command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=5)
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                log_text = (root / "lab.log").read_text()[-3000:]
-                pytest.fail(f"{front_end} did not start:\n{log_text}")
-            time.sleep(0.5)
-    try:
-        yield f"{url}/{notebook}?token={TOKEN}"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-        log.close()
+    status = lambda port: f"http://127.0.0.1:{port}/api/status?token={TOKEN}"  # noqa: E731
+    with serving(front_end, command, status, root / "lab.log", env=env, wait_seconds=120) as port:
+        yield f"http://127.0.0.1:{port}/{notebook}?token={TOKEN}"
 
 
 @pytest.fixture(scope="module", params=sorted(FRONT_ENDS))

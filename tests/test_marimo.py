@@ -7,13 +7,8 @@ package (its export names a CDN): nothing is asked of the network."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +17,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browser import OUTPUT
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, Route
+from served import serving
 
 marimo = pytest.importorskip("marimo")
 
@@ -154,42 +150,17 @@ def test_an_exported_notebook_draws_the_whole_run(
     context.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def server(notebook: Path) -> Iterator[str]:
-    """``marimo run`` on the notebook, on a free port, in its own process group: its
-    address. Each page that opens it runs the notebook anew."""
-    port = _free_port()
-    log = (notebook.parent / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "marimo", "run", str(notebook), "--headless", "--no-token",
-         "--port", str(port), "--host", "127.0.0.1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5)
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(
-                    "marimo did not start:\n" + (notebook.parent / "server.log").read_text()
-                )
-            time.sleep(0.3)
-    yield url
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+    """``marimo run`` on the notebook: its address. Each page that opens it runs the
+    notebook anew."""
+    command = lambda port: [  # noqa: E731
+        sys.executable, "-m", "marimo", "run", str(notebook), "--headless", "--no-token",
+        "--port", str(port), "--host", "127.0.0.1",
+    ]  # fmt: skip
+    address = lambda port: f"http://127.0.0.1:{port}/"  # noqa: E731
+    with serving("marimo", command, address, notebook.parent / "server.log") as port:
+        yield address(port)
 
 
 def test_a_served_notebook_draws_the_widget_and_grows_while_the_cell_logs(

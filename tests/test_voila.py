@@ -6,13 +6,7 @@ Awesome's stylesheet), and it draws without them."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +15,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browser import OUTPUT
 from playwright.sync_api import Browser, Route
+from served import serving
 
 pytest.importorskip("voila")
 nbformat = pytest.importorskip("nbformat")
@@ -53,43 +48,21 @@ hs.show(run)
 GROWS = f"threading.Thread(target=log, args=(range(3, {STEPS}),), daemon=True).start()"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def dashboard(tmp_path: Path) -> Iterator[str]:
-    """``voila`` serving the notebook on a free port, in its own process group: its
-    address. Each page that opens it runs the notebook in a kernel of its own."""
+    """``voila`` serving the notebook: its address. Each page that opens it runs the
+    notebook in a kernel of its own."""
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(SHOWN), nbformat.v4.new_code_cell(GROWS)]
     nbformat.write(notebook, str(tmp_path / "live.ipynb"))
-    port = _free_port()
-    log = (tmp_path / "voila.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "voila", str(tmp_path / "live.ipynb"), "--no-browser",
-         f"--port={port}", "--Voila.ip=127.0.0.1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=60)
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("voila did not start:\n" + (tmp_path / "voila.log").read_text())
-            time.sleep(0.3)
-    yield url
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+    command = lambda port: [  # noqa: E731
+        sys.executable, "-m", "voila", str(tmp_path / "live.ipynb"), "--no-browser",
+        f"--port={port}", "--Voila.ip=127.0.0.1",
+    ]  # fmt: skip
+    address = lambda port: f"http://127.0.0.1:{port}/"  # noqa: E731
+    log = tmp_path / "voila.log"
+    with serving("voila", command, address, log, cwd=tmp_path, probe_seconds=60) as port:
+        yield address(port)
 
 
 def test_a_voila_dashboard_draws_the_widget_and_grows(browser: Browser, dashboard: str) -> None:

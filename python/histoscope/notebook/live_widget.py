@@ -27,7 +27,6 @@ import anywidget
 import traitlets
 
 from .. import _core
-from ..errors import HistoscopeWarning
 from ..view.follow import STOPPING, in_background
 from ..view.page import widget_module, widget_page
 from ..write.said_once import SaidOnce
@@ -283,12 +282,7 @@ class Widget(anywidget.AnyWidget):
             self._stop.wait(self.interval)
 
     def _guard(self, what: str, action: Any) -> None:
-        try:
-            action()
-        except Exception as error:  # noqa: BLE001 - one warning, the widget goes on
-            said = f"{what}: {type(error).__name__}: {error}"
-            message = f"histoscope widget {self.feed.title}: {said}"
-            self._said.warn(said, message, HistoscopeWarning, stacklevel=1)
+        self._said.guard(f"histoscope widget {self.feed.title}", what, action)
 
 
 def _settle_all() -> None:

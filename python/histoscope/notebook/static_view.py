@@ -28,7 +28,6 @@ import threading
 import weakref
 from typing import Any
 
-from ..errors import HistoscopeWarning
 from ..view.follow import STOPPING, in_background
 from ..write.said_once import SaidOnce
 from .cell_end import at_cell_end
@@ -114,12 +113,7 @@ class StaticView:
             self._stop.wait(self.interval)
 
     def _guard(self, what: str, action: Any) -> None:
-        try:
-            action()
-        except Exception as error:  # noqa: BLE001 - one warning, the view goes on
-            said = f"{what}: {type(error).__name__}: {error}"
-            message = f"histoscope view of {self.feed.title}: {said}"
-            self._said.warn(said, message, HistoscopeWarning, stacklevel=1)
+        self._said.guard(f"histoscope view of {self.feed.title}", what, action)
 
 
 def _refresh_all() -> None:
