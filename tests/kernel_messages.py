@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,34 +39,70 @@ def recorded(
     return json.loads(out_path.read_text())
 
 
-def _run(cells: list[str], timeout: float) -> list[dict[str, Any]]:
+#: A step of `run_steps` that is a front end's word, on the last widget's comm, that it
+#: drew a view of the widget (as its module says in render).
+DRAWN = "drawn"
+
+
+def run_steps(
+    steps: list[str | float], kinds: tuple[str, ...], timeout: float = 120
+) -> list[dict[str, Any]]:
+    """The IOPub messages of ``kinds`` a fresh kernel published running ``steps``, in
+    order: each its content, with ``type``, ``cell`` (the step it came in, None while the
+    kernel idled) and ``buffers`` (base64). A step is a cell's code, a number of seconds
+    the kernel is left idle, or `DRAWN`. A cell's error fails the test."""
+    import queue
+
     from jupyter_client.manager import start_new_kernel
 
     manager, client = start_new_kernel(kernel_name="python3")
-    out: list[dict[str, Any]] = []
+    seen: list[dict[str, Any]] = []
+
+    def record(msg: dict[str, Any], cell: int | None) -> None:
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "error":
+            raise AssertionError("\n".join(content["traceback"]))
+        if kind == "stream":
+            print(content["text"], end="")
+        if kind in kinds:
+            buffers = [base64.b64encode(bytes(b)).decode() for b in msg["buffers"]]
+            seen.append({"type": kind, "cell": cell, "buffers": buffers, **content})
+
     try:
-        for cell in cells:
-            asked = client.execute(cell)
-            while True:
-                msg = client.get_iopub_msg(timeout=timeout)
-                kind, content = msg["msg_type"], msg["content"]
-                if kind in COMM_TYPES:
-                    out.append({
-                        "type": kind, "comm_id": content.get("comm_id"),
-                        "data": content.get("data", {}),
-                        "buffers": [base64.b64encode(bytes(b)).decode() for b in msg["buffers"]],
-                    })  # fmt: skip
-                elif kind == "error":
-                    raise RuntimeError("\n".join(content["traceback"]))
-                elif kind == "stream":
-                    print(content["text"], end="")
-                elif kind == "status" and content["execution_state"] == "idle":
-                    if msg["parent_header"].get("msg_id") == asked:
+        for index, step in enumerate(steps):
+            if step == DRAWN:
+                comm = [m["comm_id"] for m in seen if m["type"] == "comm_open"][-1]
+                data = {"method": "custom", "content": {"kind": "drawn"}}
+                client.shell_channel.send(
+                    client.session.msg("comm_msg", {"comm_id": comm, "data": data})
+                )
+            elif isinstance(step, (int, float)):
+                until = time.monotonic() + step
+                while (left := until - time.monotonic()) > 0:
+                    try:
+                        record(client.get_iopub_msg(timeout=left), None)
+                    except queue.Empty:
                         break
+            else:
+                asked = client.execute(step)
+                while True:
+                    msg = client.get_iopub_msg(timeout=timeout)
+                    record(msg, index)
+                    if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                        if msg["parent_header"].get("msg_id") == asked:
+                            break
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
-    return out
+    return seen
+
+
+def _run(cells: list[str], timeout: float) -> list[dict[str, Any]]:
+    return [
+        {"type": m["type"], "comm_id": m.get("comm_id"), "data": m.get("data", {}),
+         "buffers": m["buffers"]}
+        for m in run_steps(cells, COMM_TYPES, timeout)
+    ]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from browser import assert_accessible
 from playwright.sync_api import Browser, BrowserContext, Page, expect
+from saved_notebook import execute
 from widget_page import deliver, held, open_widget
 
 import histoscope as hs
@@ -171,30 +172,6 @@ run.flush()
 time.sleep(0.5)
 print("updates", run._widget.updates, "largest", run._widget.largest_update)
 """
-
-
-EXECUTE = """
-import sys, nbformat
-from nbclient import NotebookClient
-notebook = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(notebook, timeout=int(sys.argv[2]), kernel_name="python3").execute()
-nbformat.write(notebook, sys.argv[1])
-"""
-
-
-def execute(cells: list[str], path, timeout: int = 240):
-    """Runs the cells in a fresh kernel, as a saved notebook, and reads it back. In a child
-    process: nbclient leaves an asyncio loop that Playwright's sync API then refuses."""
-    import nbformat
-
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbformat.write(notebook, path)
-    done = subprocess.run(
-        [sys.executable, "-c", EXECUTE, str(path), str(timeout)],
-        capture_output=True, text=True, timeout=timeout + 60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-4000:]
-    return nbformat.read(path, as_version=4)
 
 
 def test_an_executed_notebook_keeps_the_widget_and_a_fallback(browser, tmp_path) -> None:

@@ -7,12 +7,13 @@ anywidget cannot be imported."""
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
 
 jupyter_client = pytest.importorskip("jupyter_client")
+
+from kernel_messages import DRAWN, run_steps  # noqa: E402
 
 LOGS = """
 import tempfile, time
@@ -30,59 +31,16 @@ def log(steps):
 """
 
 
-#: A step of `run_cells` that is a front end's word, on the widget's comm, that it drew
-#: a view of the widget (as its module says in render).
-DRAWN = "drawn"
-
 #: The widget's output in a front end that draws it.
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
+#: What a front end with no widget manager is shown.
+DISPLAYED = ("display_data", "update_display_data", "comm_open")
+
 
 def run_cells(steps: list[str | float], timeout: float = 120) -> list[dict[str, Any]]:
-    """Every display and comm-open message the kernel published running ``steps``, in
-    order, each with the cell it came in (its index, or None while the kernel idled).
-    A step is a cell's code, a number of seconds the kernel is left idle, or `DRAWN`."""
-    import queue
-
-    from jupyter_client.manager import start_new_kernel
-
-    manager, client = start_new_kernel(kernel_name="python3")
-    seen: list[dict[str, Any]] = []
-
-    def record(msg: dict[str, Any], cell: int | None) -> None:
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "error":
-            raise AssertionError("\n".join(content["traceback"]))
-        if kind in ("display_data", "update_display_data", "comm_open"):
-            seen.append({"type": kind, "cell": cell, **content})
-
-    try:
-        for index, step in enumerate(steps):
-            if step == DRAWN:
-                comm = [m["comm_id"] for m in seen if m["type"] == "comm_open"][-1]
-                data = {"method": "custom", "content": {"kind": "drawn"}}
-                client.shell_channel.send(
-                    client.session.msg("comm_msg", {"comm_id": comm, "data": data})
-                )
-            elif isinstance(step, (int, float)):
-                until = time.monotonic() + step
-                while (left := until - time.monotonic()) > 0:
-                    try:
-                        record(client.get_iopub_msg(timeout=left), None)
-                    except queue.Empty:
-                        break
-            else:
-                asked = client.execute(step)
-                while True:
-                    msg = client.get_iopub_msg(timeout=timeout)
-                    record(msg, index)
-                    if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                        if msg["parent_header"].get("msg_id") == asked:
-                            break
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-    return seen
+    """Every display and comm-open message of running ``steps`` (`kernel_messages.run_steps`)."""
+    return run_steps(steps, DISPLAYED, timeout)
 
 
 def _steps(page: str) -> list[int]:
