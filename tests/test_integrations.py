@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+from tiny_models import tiny_bert
+from transformers import Trainer, TrainingArguments
 
 import histoscope as hs
 from histoscope.integrations.lightning import HistoscopeCallback as LightningCallback
@@ -124,20 +125,6 @@ def test_lightning_with_gradient_accumulation_and_its_own_run(tmp_path: Path) ->
     )
     with pytest.raises(RuntimeError, match="is finished"):
         callback.run.log({"loss": 1.0})
-
-
-def tiny_bert() -> BertForSequenceClassification:
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=40,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=16,
-        num_labels=2,
-    )
-    return BertForSequenceClassification(config)
 
 
 class Tokens(torch.utils.data.Dataset):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from keras_runs import series, trained_on
 
 import histoscope as hs
 
@@ -33,25 +34,10 @@ BACKENDS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
 @pytest.fixture(scope="module", params=sorted(BACKENDS))
 def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    backend = request.param
-    if importlib.util.find_spec(BACKENDS[backend]) is None:
-        pytest.skip(f"{backend} is not installed")
-    out = tmp_path_factory.mktemp(f"keras-{backend}")
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(out)], env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["backend"] == backend
+    out = tmp_path_factory.mktemp(f"keras-{request.param}")
+    summary = trained_on(BACKENDS[request.param], SCRIPT, out)
     summary["weights"] = dict(np.load(out / "weights.npz"))
-    summary["stderr"] = done.stderr
     return summary
-
-
-def series(summary: dict, run: str) -> dict[str, hs.HistogramSeries]:
-    loaded = hs.load_histograms(Path(summary[run]["path"]).parent)
-    return {key: next(iter(by_run.values())) for key, by_run in loaded.items()}
 
 
 def edges_and_counts(histograms: hs.HistogramSeries, index: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,15 +10,12 @@ that overflows every step from a planted bug on.
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from keras_runs import series as histograms
+from keras_runs import trained_on
 
 import histoscope as hs
 
@@ -32,25 +29,10 @@ SKIPPED, LOSS_SCALE = "amp/skipped_steps", "amp/loss_scale"
 
 @pytest.fixture(scope="module", params=["jax", "tensorflow", "torch"])
 def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    backend = request.param
-    if importlib.util.find_spec(backend) is None:
-        pytest.skip(f"{backend} is not installed")
-    out = tmp_path_factory.mktemp(f"keras-mixed-{backend}")
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(out)], env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["backend"] == backend
+    out = tmp_path_factory.mktemp(f"keras-mixed-{request.param}")
+    summary = trained_on(request.param, SCRIPT, out)
     summary["arrays"] = dict(np.load(out / "healthy.npz"))
-    summary["stderr"] = done.stderr
     return summary
-
-
-def histograms(summary: dict, run: str) -> dict[str, hs.HistogramSeries]:
-    loaded = hs.load_histograms(Path(summary[run]["path"]).parent)
-    return {key: next(iter(by_run.values())) for key, by_run in loaded.items()}
 
 
 def events(summary: dict, run: str) -> list[tuple[int, str, float | None]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_models import tiny_bert
 
 import histoscope as hs
 from histoscope import _core
@@ -133,22 +134,6 @@ class Tokens(torch.utils.data.Dataset):
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         ids = torch.randint(1, 40, (10,), generator=torch.Generator().manual_seed(i))
         return {"input_ids": ids, "labels": torch.tensor(int(ids[0] > 20))}
-
-
-def tiny_bert() -> torch.nn.Module:
-    from transformers import BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=40,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=16,
-        num_labels=2,
-    )
-    return BertForSequenceClassification(config)
 
 
 @pytest.mark.parametrize("max_grad_norm", [0.0, 0.05])
