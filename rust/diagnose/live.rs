@@ -203,6 +203,12 @@ impl LiveDiagnosis {
         self.newest = Some((step, false));
     }
 
+    /// The steps `tag` holds now, for the tests that hold every surface to one restart rule.
+    #[cfg(test)]
+    pub(crate) fn steps(&self, tag: &str) -> Option<&[i64]> {
+        self.series.get(tag).map(|s| s.steps.as_slice())
+    }
+
     /// Training went back to a checkpoint: what the triggers folded went.
     fn restarted(&mut self) {
         let reached = self.series.values().filter_map(|s| s.steps.last()).max();

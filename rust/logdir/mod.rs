@@ -10,6 +10,8 @@ pub mod follow;
 pub mod load;
 pub mod merge;
 pub mod plan;
+#[cfg(test)]
+mod restart_tests;
 pub mod run;
 pub mod run_loader;
 pub mod run_parts;

@@ -213,9 +213,12 @@ impl RunLoader {
         }
         self.offsets.insert(path.to_path_buf(), segment.end);
         let number = self.spans.len();
-        // Only a file with tags kept apart needs its step at each span's start.
+        // Only a file with tags kept apart needs its step at each span's start, from
+        // the span that found the first of them on: that span may begin inside the
+        // burst that shared a tag, before anything was known to be shared.
+        let shares = !burst.shared().is_empty();
         let before = self.bursts.insert(path.to_path_buf(), burst);
-        let before = before.filter(|b| !b.shared().is_empty()).map(Box::new);
+        let before = before.filter(|_| shares).map(Box::new);
         self.spans.push(Span {
             path: path.to_path_buf(),
             start,
@@ -493,6 +496,50 @@ mod tests {
             ])
         );
         assert_eq!(run.offsets()[&second], fs::metadata(&second).unwrap().len());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Found by `restart_tests`: the segment that finds a tag shared begins inside the
+    /// burst that shares it, so it is read again from the step the file was in there.
+    #[test]
+    fn a_segment_that_finds_a_shared_tag_is_read_again_under_the_same_names() {
+        let dir = temp_dir("shares");
+        let path = dir.join("events.out.tfevents.1");
+        let bytes = [
+            legacy_event(4, 1.0),
+            legacy_event(6, 1.0),
+            legacy_event(6, 2.0),
+        ];
+        fs::write(&path, bytes.concat()).unwrap();
+        let shared = Mutex::new(loader("r"));
+        read(&shared, std::slice::from_ref(&path), 1, far());
+        let run = shared.into_inner().unwrap();
+        assert_eq!(run.tags().collect::<Vec<_>>(), vec!["h", "h (2)"]);
+        assert_eq!(
+            run.buckets("h (2)", &[6]),
+            Ok(vec![Some(vec![0.0, 1.0, 2.0])])
+        );
+        assert_eq!(run.buckets("h", &[6]), Ok(vec![Some(vec![0.0, 1.0, 1.0])]));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Found by `restart_tests`: a START that drops every step of a tag leaves its index
+    /// empty, not gone, so that its new generation tells a page the steps it holds went.
+    #[test]
+    fn a_restart_that_drops_every_step_of_a_tag_keeps_its_empty_index_a_generation_on() {
+        let dir = temp_dir("emptied");
+        let path = dir.join("events.out.tfevents.1");
+        let files = vec![path.clone()];
+        fs::write(&path, legacy_event(1, 1.0)).unwrap();
+        let shared = Mutex::new(loader("r"));
+        read(&shared, &files, 1 << 20, far());
+        fs::write(&path, [legacy_event(1, 1.0), restart(0)].concat()).unwrap();
+        read(&shared, &files, 1 << 20, far());
+        let run = shared.into_inner().unwrap();
+        assert_eq!(run.tags().collect::<Vec<_>>(), vec!["h"]);
+        let index = run.tag("h").unwrap();
+        assert!(index.is_empty());
+        assert_eq!(index.generation, 1);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -24,13 +24,25 @@ pub(crate) fn legacy_histogram(tag: &str, step: i64, counts: &[f64]) -> Vec<u8> 
         histo: Some(histo.encode_to_vec().into()),
         ..Default::default()
     };
-    summary_event(step, value)
+    summary_event(step, step as f64, value)
 }
 
 /// A TF2 histogram tensor of `tag` at `step`, written at `step` seconds:
 /// `rows` flattened (left, right, count) rows, as doubles; with `plugin`, the
 /// value names the `histograms` plugin, as the first value of a tag does.
 pub(crate) fn tensor_histogram(tag: &str, step: i64, rows: &[f64], plugin: bool) -> Vec<u8> {
+    tensor_histogram_at(tag, step, step as f64, rows, plugin)
+}
+
+/// [`tensor_histogram`] written at `wall_time`: a writer that restarts logs a step
+/// again later than the first time, and not within one burst of shared tags.
+pub(crate) fn tensor_histogram_at(
+    tag: &str,
+    step: i64,
+    wall_time: f64,
+    rows: &[f64],
+    plugin: bool,
+) -> Vec<u8> {
     let height = (rows.len() / 3) as i64;
     let tensor = TensorProto {
         dtype: dtype::DOUBLE,
@@ -47,7 +59,7 @@ pub(crate) fn tensor_histogram(tag: &str, step: i64, rows: &[f64], plugin: bool)
         metadata,
         ..Default::default()
     };
-    summary_event(step, value)
+    summary_event(step, wall_time, value)
 }
 
 /// An image summary under `tag` at `step`, as Keras 2 writes beside a weight's
@@ -68,7 +80,7 @@ pub(crate) fn image_summary(tag: &str, step: i64) -> Vec<u8> {
         metadata: Some(plugin_metadata("images")),
         ..Default::default()
     };
-    summary_event(step, value)
+    summary_event(step, step as f64, value)
 }
 
 fn plugin_metadata(plugin: &str) -> SummaryMetadata {
@@ -92,10 +104,10 @@ pub(crate) fn restart(step: i64) -> Vec<u8> {
     frame(&event.encode_to_vec())
 }
 
-fn summary_event(step: i64, value: SummaryValue) -> Vec<u8> {
+fn summary_event(step: i64, wall_time: f64, value: SummaryValue) -> Vec<u8> {
     let event = Event {
         step,
-        wall_time: step as f64,
+        wall_time,
         summary: Some(Summary { value: vec![value] }),
         ..Default::default()
     };
