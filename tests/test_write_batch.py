@@ -63,9 +63,9 @@ def test_log_batch_writes_each_key_as_its_histogram(tmp_path):
     values = [np.random.default_rng(0).normal(size=500), np.arange(12.0)]
     batch = _core.bin_batch(values, 8)
     with hs.init("batch", run_name="r", dir=tmp_path) as run:
-        run.log_batch(["w/a", "w/b"], batch, step=3)
+        run._log_batch(["w/a", "w/b"], batch, step=3)
         with pytest.raises(ValueError, match="2 keys for 1 histograms"):
-            run.log_batch(["x", "y"], _core.bin_batch([np.ones(2)], 2), step=0)
+            run._log_batch(["x", "y"], _core.bin_batch([np.ones(2)], 2), step=0)
     for key, array in zip(["w/a", "w/b"], values):
         series = _read(run.path, key)
         assert series.steps.tolist() == [3]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _args, _core
+from .._deprecated import warn_renamed
 from ..diagnose import Finding
 from .alerts import Alert, AlertPolicy, Alerts, RunAlerts
 from .histogram import Histogram, prepare_weights
@@ -260,17 +261,17 @@ class Run:
             else:
                 self._writer.submit(Scalar(key, this_step, wall_time, value))
 
-    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+    def _log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
         """Logs histograms the core has binned (`batched.bin_batch`) under ``keys``, at
         ``step``: written in one call, with no Python object per histogram. `watch` and
-        `log_tree` log this way.
+        `log_tree` log this way; it is their protocol with the run, not the user's.
 
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
             >>> from histoscope import _core
             >>> batch = _core.bin_batch([np.arange(10.0), np.ones(3)], 4)
             >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
-            ...     run.log_batch(["a", "b"], batch, step=0)
+            ...     run._log_batch(["a", "b"], batch, step=0)
             >>> sorted(hs.load_histograms(run.path))
             ['a', 'b']
         """
@@ -359,14 +360,30 @@ class Run:
         """Also hands each alert to ``listener`` when it is delivered, whatever ``alerts`` does."""
         self._alerts.listeners.append(listener)
 
-    def hold_problems(self) -> None:
+    def _hold_problems(self) -> None:
         """Never raises `TrainingProblem` itself: a watch agreeing with other ranks does."""
         self._alerts.raise_here = False
 
-    def take_problem(self) -> Alert | None:
+    def _take_problem(self) -> Alert | None:
         """The alert that should stop the training, if one is held, handed over once."""
         self._alerts.deliver(can_raise=False)
         return self._alerts.held.pop(0) if self._alerts.held else None
+
+    # The watch's protocol was public before 1.0; the old names warn for one release.
+    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+        """Deprecated: the watch's protocol, now private (`log` takes histograms)."""
+        warn_renamed("Run.log_batch", "Run.log; Run._log_batch is the watch's, private")
+        self._log_batch(keys, batch, step)
+
+    def hold_problems(self) -> None:
+        """Deprecated: the watch's protocol, now private."""
+        warn_renamed("Run.hold_problems", "nothing; Run._hold_problems is the watch's, private")
+        self._hold_problems()
+
+    def take_problem(self) -> Alert | None:
+        """Deprecated: the watch's protocol, now private (`check_alerts` delivers alerts)."""
+        warn_renamed("Run.take_problem", "Run.check_alerts; Run._take_problem is the watch's, private")
+        return self._take_problem()
 
     def findings(self) -> list[Finding]:
         """The run's findings so far, by the rules of `histoscope check`, up to the last

@@ -94,7 +94,7 @@ def log_tree(
         return
     keys = [f"{prefix}/{path}" if path else prefix for path, _ in leaves]
     batch = bin_jax_batch([leaf for _, leaf in leaves], options.bins, keys)
-    sink.log_batch(keys, batch, step=step)
+    sink._log_batch(keys, batch, step=step)
 
 
 def array_leaves(tree: Any) -> list[tuple[str, Any]]:

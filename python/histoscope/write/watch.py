@@ -407,7 +407,7 @@ class Watch:
         if self.sink.closed:
             self.remove()
             return
-        self.sink.log_batch(keys, batch, step=step)
+        self.sink._log_batch(keys, batch, step=step)
 
     def _log_spectra(self, step: int) -> None:
         """Every watched matrix's spectrum and figures, computed now, before the optimizer

@@ -54,8 +54,8 @@ class WatchAlerts:
         self.problem: Alert | None = None
         #: A step was logged since alerts were last delivered.
         self.logged = False
-        if self.agreed and hasattr(sink, "hold_problems"):
-            sink.hold_problems()
+        if self.agreed and hasattr(sink, "_hold_problems"):
+            sink._hold_problems()
 
     def before_forward(self) -> None:
         """Delivers the run's alerts, or raises the problem the ranks agreed on."""
@@ -77,9 +77,9 @@ class WatchAlerts:
             return
         import torch.distributed as dist
 
-        if hasattr(self.sink, "take_problem"):
+        if hasattr(self.sink, "_take_problem"):
             self.sink.flush()  # this step judged, so every rank stops after it
-        take = getattr(self.sink, "take_problem", None)
+        take = getattr(self.sink, "_take_problem", None)
         held = [take() if take is not None else None]
         dist.broadcast_object_list(held, src=self.source)
         if held[0] is not None and self.problem is None:
