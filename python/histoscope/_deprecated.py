@@ -9,8 +9,9 @@ Example:
     ...     warnings.simplefilter("always")
     ...     count(paths=["a", "b"])
     2
-    >>> str(caught[0].message)
-    "histoscope: the keyword 'paths' of count() is deprecated; use 'logdir' (it goes in the next release)"
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    histoscope: the keyword 'paths' of count() is deprecated; use 'logdir'
+    (it goes in the next release)
 """
 
 from __future__ import annotations

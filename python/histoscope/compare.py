@@ -36,8 +36,6 @@ from typing import Any
 from . import _core
 from .read.series import HistogramSeries
 
-__all__ = ["Comparison", "KeyDistance", "compare"]
-
 #: How much of an events file one read decodes while indexing (the viewer's segment).
 _SEGMENT_BYTES = 4 << 20
 #: The buckets read again kept at once: the chosen steps of every key of a segment.

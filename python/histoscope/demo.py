@@ -20,8 +20,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-__all__ = ["run_demo"]
-
 _PROJECT = "demo"
 _RUNS = {"lr-0.3": 0.3, "lr-0.03": 0.03}
 _CLASSES, _HIDDEN, _BATCH, _EVERY = 3, 256, 128, 5

@@ -26,8 +26,6 @@ from ..progress import each_counted
 from ..read.reader import HistogramSeries, _warn_reports
 from ..read.storage import core_logdirs, resolve_logdirs
 
-__all__ = ["KINDS", "ROLES", "SEVERITIES", "Diagnosis", "Finding", "diagnose", "diagnose_runs"]
-
 #: The kinds of finding, in the order the rules run.
 KINDS: tuple[str, ...] = tuple(_core.KINDS)
 #: The roles a key can have; `diagnose`'s ``roles`` maps keys to these.

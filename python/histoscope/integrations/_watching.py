@@ -24,13 +24,12 @@ from ..write.optimizer_steps import UnscaleHook, loss_scale, unscale_once
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
+from ..write.sinks import NO_SINK
 from ..write.step_capture import log_loss_scale, trainer_step
-from ..write.watch import NO_SINK, Watch, writes_here
+from ..write.watch import Watch, writes_here
 
 if TYPE_CHECKING:
     import torch
-
-__all__ = ["Watching", "WatchingCallback", "any_rank"]
 
 _log = logging.getLogger("histoscope")
 

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from ..write.run import Run
     from .live_widget import Widget
 
-__all__ = ["Shown", "in_marimo", "show", "static_view", "widget"]
-
 #: What a widget can show: a run, a log directory or URL, or series already loaded.
 Shown = Union["Run", str, "os.PathLike[str]", "HistogramSeries", Sequence["HistogramSeries"]]
 

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     import dask.dataframe
     import pandas
 
-__all__ = ["load_histograms"]
-
 
 def load_histograms(
     paths: Logdirs,

@@ -13,6 +13,6 @@ Example:
 
 from __future__ import annotations
 
-from .html import render, save_html, show
-
-__all__ = ["render", "save_html", "show"]
+from .html import render as render
+from .html import save_html as save_html
+from .html import show as show

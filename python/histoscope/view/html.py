@@ -26,8 +26,6 @@ import numpy as np
 
 from .page import SEVERITIES, asset_text, bundle
 
-__all__ = ["render", "save_html", "show"]
-
 _NOTEBOOK_HEIGHT = 820  # pixels of the notebook iframe; the page scrolls inside it past that
 
 

@@ -23,8 +23,6 @@ from .. import _core
 from ..diagnose import KINDS, Finding
 from ..errors import HistoscopeAlert, TrainingProblem
 
-__all__ = ["ALERT_MODES", "Alert", "AlertPolicy", "Alerts", "RunAlerts", "stops_training"]
-
 #: What ``alerts=`` takes besides a callable.
 ALERT_MODES = ("warn", "off", "raise")
 

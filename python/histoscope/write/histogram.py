@@ -20,19 +20,7 @@ from .. import _args, _core
 from .._args import Bins
 from ._torch import device_type, flat_numpy_weights, host_array
 from .device import bin_on_device
-from .snapshot import Prepared, SnapshotPool, prepare_values
-
-__all__ = [
-    "MAX_BINS",
-    "Histogram",
-    "SnapshotPool",
-    "batch_of",
-    "bin_prepared",
-    "histograms_of",
-    "numpy_weights",
-    "prepare_values",
-    "prepare_weights",
-]
+from .snapshot import Prepared, prepare_values
 
 MAX_BINS: int = _core.MAX_BINS
 """The most bins a histogram may have: the Rust core's limit, whose reason is given there."""

@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
     from .options import WatchArguments
 
-__all__ = ["ON_FULL_CHOICES", "Backlog", "Run"]
-
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
 FINISH_TIMEOUT_SECONDS = 120.0
 ON_FULL_CHOICES = ("wait", "drop")
@@ -382,7 +380,9 @@ class Run:
 
     def take_problem(self) -> Alert | None:
         """Deprecated: the watch's protocol, now private (`check_alerts` delivers alerts)."""
-        warn_renamed("Run.take_problem", "Run.check_alerts; Run._take_problem is the watch's, private")
+        warn_renamed(
+            "Run.take_problem", "Run.check_alerts; Run._take_problem is the watch's, private"
+        )
         return self._take_problem()
 
     def findings(self) -> list[Finding]:

@@ -13,7 +13,8 @@ from .alerts import Alerts
 from .options import WatchOptions
 from .run import DEFAULT_MAX_PENDING_BYTES, ON_FULL_CHOICES, Run
 from .run_names import new_run_name
-from .watch import NO_SINK, Watch, writes_here
+from .sinks import NO_SINK
+from .watch import Watch, writes_here
 
 if TYPE_CHECKING:
     import torch
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
 
     from .options import WatchArguments
     from .tree import TreeArguments
-
-__all__ = ["current_run", "finish", "init", "log", "log_tree", "watch"]
 
 DEFAULT_DIR = "histoscope-logs"
 

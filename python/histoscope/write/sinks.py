@@ -12,11 +12,9 @@ from typing import Any, Protocol
 
 from .. import _core
 
-__all__ = ["NO_SINK", "HistogramSink", "NoSink"]
-
 
 class HistogramSink(Protocol):
-    """Where a watch writes: a `Run`, or anything with its ``log``, ``_log_batch`` and ``closed``."""
+    """Where a watch writes: a `Run`, or anything with ``log``, ``_log_batch`` and ``closed``."""
 
     @property
     def closed(self) -> bool:

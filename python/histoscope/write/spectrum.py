@@ -44,19 +44,6 @@ from .said_once import SaidOnce
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "FIGURES",
-    "PREFIX",
-    "ScalarSink",
-    "Spectrum",
-    "SpectralCapture",
-    "figure_key",
-    "log_spectrum",
-    "singular_values",
-    "spectrum",
-    "spectrum_key",
-]
-
 PREFIX = _core.SPECTRUM_PREFIX
 """What every spectral key starts with: the histogram ``spectrum/<name>``, its figures after
 it (the core's, which the diagnosis and the viewer read them by)."""

@@ -41,9 +41,7 @@ from .jax_device import bin_jax_batch
 from .options import DEFAULT_BINS, Filter, WatchOptions
 
 if TYPE_CHECKING:
-    from .watch import HistogramSink
-
-__all__ = ["TreeArguments", "array_leaves", "log_tree", "path_name"]
+    from .sinks import HistogramSink
 
 
 class TreeArguments(TypedDict, total=False):

@@ -57,7 +57,7 @@ from .said_once import SaidOnce
 from .scaled_shards import take_over_if_scaled
 from .sharded import Merge, Wanted, check_writer, wanted_of
 from .shards import find_pieces, original_name, warn_unsupported
-from .sinks import NO_SINK, HistogramSink, NoSink
+from .sinks import HistogramSink
 from .spectrum import SpectralCapture
 from .step_capture import (
     EngineSteps,
@@ -75,8 +75,6 @@ from .zero import BeforeEngineStep, engine_stepping, find_zero_pieces, inner_mod
 
 if TYPE_CHECKING:
     import torch
-
-__all__ = ["NO_SINK", "HistogramSink", "NoSink", "Watch", "unwrap", "writes_here"]
 
 
 class Watch:

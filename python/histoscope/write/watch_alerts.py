@@ -25,8 +25,6 @@ from .options import WatchOptions
 if TYPE_CHECKING:
     from .alerts import Alert
 
-__all__ = ["WatchAlerts", "agrees_across_ranks"]
-
 
 def agrees_across_ranks(options: WatchOptions) -> bool:
     """Whether ranks must agree on stopping: ``alerts="raise"`` under ``torch.distributed``."""
@@ -41,7 +39,7 @@ class WatchAlerts:
     """A watch's side of its run's alerts (see the module's doc).
 
     Example:
-        >>> from histoscope.write.watch import NO_SINK
+        >>> from histoscope.write.sinks import NO_SINK
         >>> alerts = WatchAlerts(NO_SINK, WatchOptions())
         >>> alerts.agreed, alerts.before_forward()
         (False, None)
