@@ -30,3 +30,21 @@ def test_run_hold_and_take_problem_warn_and_do_what_the_watch_does(tmp_path):
         assert run._alerts.raise_here is False
         with pytest.warns(DeprecationWarning, match="use Run.check_alerts"):
             assert run.take_problem() is run._take_problem() is None
+
+
+def test_view_show_warns_and_is_the_chart_page_hs_show_shows(monkeypatch):
+    import histoscope.view
+    from histoscope.view import html
+
+    chart = hs.TensorBoardChart(
+        tag="w", run="train", steps=[0], wall_times=[0.0], edges=[0.0, 1.0], counts=[[1]]
+    )
+    opened = []
+    monkeypatch.setattr(html.webbrowser, "open", opened.append)
+    with pytest.warns(
+        DeprecationWarning, match="histoscope.view.show is deprecated; use histoscope.show"
+    ):
+        old = histoscope.view.show
+    assert old is html.show_chart
+    was, now = old(chart), hs.show(chart)
+    assert was.read_text() == now.read_text() and len(opened) == 2
