@@ -48,3 +48,57 @@ def test_view_show_warns_and_is_the_chart_page_hs_show_shows(monkeypatch):
     assert old is html.show_chart
     was, now = old(chart), hs.show(chart)
     assert was.read_text() == now.read_text() and len(opened) == 2
+
+
+def test_alert_is_finding_and_warns():
+    with pytest.warns(
+        DeprecationWarning, match="histoscope.Alert is deprecated; use histoscope.Finding"
+    ):
+        assert hs.Alert is hs.Finding
+    assert "Alert" not in hs.__all__
+
+
+def _alerted(tmp_path, alerts):
+    with hs.init("a", run_name="r", dir=tmp_path, alerts=alerts) as run:
+        for step in range(3):
+            run.add_histogram(
+                "gradients/w", np.full(10, np.nan) if step else np.ones(10), step=step
+            )
+        run.flush()
+        run.check_alerts()
+
+
+def test_an_alert_is_a_finding_with_its_step_and_finding_warns(tmp_path):
+    seen: list[hs.Finding] = []
+    _alerted(tmp_path, seen.append)
+    alert = seen[0]
+    assert isinstance(alert, hs.Finding) and (alert.kind, alert.step) == ("nonfinite", 1)
+    assert alert.describe().startswith("histoscope alert at step 1: nonfinite (error)")
+    with pytest.warns(
+        DeprecationWarning, match="Alert.finding is deprecated; use the alert itself"
+    ):
+        assert alert.finding is alert
+
+
+def test_warning_and_exception_carry_the_finding_and_alert_warns(tmp_path):
+    with pytest.warns(hs.HistoscopeAlert) as caught:
+        _alerted(tmp_path / "w", "warn")
+    warning = next(w.message for w in caught if isinstance(w.message, hs.HistoscopeAlert))
+    assert isinstance(warning.finding, hs.Finding)
+    with pytest.warns(
+        DeprecationWarning, match="HistoscopeAlert.alert is deprecated; use HistoscopeAlert.finding"
+    ):
+        assert warning.alert is warning.finding
+    with pytest.raises(hs.TrainingProblem) as raised:
+        _alerted(tmp_path / "r", "raise")
+    with pytest.warns(
+        DeprecationWarning, match="TrainingProblem.alert is deprecated; use TrainingProblem.finding"
+    ):
+        assert raised.value.alert is raised.value.finding
+
+
+def test_the_old_alert_keyword_of_the_problem_classes_warns():
+    finding = hs.Finding("dead", "r", "k", 0, 1, "warning", {}, "m", step=1)
+    with pytest.warns(DeprecationWarning, match="keyword 'alert' of __init__"):
+        old = hs.TrainingProblem("m", alert=finding)
+    assert old.finding is hs.TrainingProblem("m", finding).finding is finding

@@ -151,7 +151,7 @@ def test_a_run_stops_when_its_scaler_skips_every_step(tmp_path) -> None:
         policy = {"alerts": "raise", "stop_on": ("skipped",)}
         with hs.init("amp", run_name="r", dir=tmp_path, **policy) as run:
             train_fp16(run, 120, overflow_from=40)
-    alert = raised.value.alert
+    alert = raised.value.finding
     assert alert.kind == "skipped" and alert.finding.first_step == 40
 
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import _args
-from ..write.alerts import Alert, AlertPolicy, stops_training
+from ..diagnose import Finding
+from ..write.alerts import AlertPolicy, stops_training
 from ..write.optimizer_steps import UnscaleHook, loss_scale, unscale_once
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
@@ -55,7 +56,7 @@ class Watching:
         self.owns_run = False
         self.stop_on = None if stop_on is None else AlertPolicy("raise", stop_on).stops_on
         #: The first alert of a kind in ``stop_on``, on the rank that writes.
-        self.problem: Alert | None = None
+        self.problem: Finding | None = None
         self._listened: Run | None = None
         self.captured = False
         self._unscale_hook: UnscaleHook | None = None
@@ -140,7 +141,7 @@ class Watching:
             self.captured = True
             log_loss_scale(self.watch, loss_scale(scaler), step)
 
-    def _noted(self, alert: Alert) -> None:
+    def _noted(self, alert: Finding) -> None:
         if self.problem is None and self.stop_on is not None:
             if stops_training(alert, self.stop_on):
                 self.problem = alert

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-from .alerts import Alert as Alert
 from .histogram import Histogram as Histogram
 from .run import Run as Run
 from .session import (

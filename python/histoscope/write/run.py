@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _args, _core
 from .._deprecated import warn_renamed
 from ..diagnose import Finding
-from .alerts import Alert, AlertPolicy, Alerts, RunAlerts
+from .alerts import AlertPolicy, Alerts, RunAlerts
 from .histogram import Histogram, prepare_weights
 from .loggable import loggable, snapshot_nbytes
 from .optimizer import optimizer_classes
@@ -354,7 +354,7 @@ class Run:
         alerts = self._alerts.policy.alerts
         return callable(alerts) or alerts == "raise"
 
-    def on_alert(self, listener: Callable[[Alert], Any]) -> None:
+    def on_alert(self, listener: Callable[[Finding], Any]) -> None:
         """Also hands each alert to ``listener`` when it is delivered, whatever ``alerts`` does."""
         self._alerts.listeners.append(listener)
 
@@ -362,7 +362,7 @@ class Run:
         """Never raises `TrainingProblem` itself: a watch agreeing with other ranks does."""
         self._alerts.raise_here = False
 
-    def _take_problem(self) -> Alert | None:
+    def _take_problem(self) -> Finding | None:
         """The alert that should stop the training, if one is held, handed over once."""
         self._alerts.deliver(can_raise=False)
         return self._alerts.held.pop(0) if self._alerts.held else None
@@ -378,7 +378,7 @@ class Run:
         warn_renamed("Run.hold_problems", "nothing; Run._hold_problems is the watch's, private")
         self._hold_problems()
 
-    def take_problem(self) -> Alert | None:
+    def take_problem(self) -> Finding | None:
         """Deprecated: the watch's protocol, now private (`check_alerts` delivers alerts)."""
         warn_renamed(
             "Run.take_problem", "Run.check_alerts; Run._take_problem is the watch's, private"

@@ -51,18 +51,18 @@ def init(
     ``on_full="drop"`` drops that histogram, warns once and counts it; the
     count is reported by `Run.finish` and `Run.backlog`.
 
-    While it trains, the run is diagnosed by the rules of `histoscope check`,
-    step by step, from the values as they are written. Each new finding of
-    severity warning or error (or one grown more severe) is an `Alert`,
+    While it trains, the run is diagnosed by the rules of `histoscope check`, step by
+    step, from the values as they are written. Each new finding of severity warning or
+    error (or one grown more severe) is an alert (that `Finding`, with its ``step``),
     delivered at the next logging call or forward pass of a watched model:
-    ``alerts="warn"`` warns `HistoscopeAlert` (naming key, kind, step and
-    evidence); ``"raise"`` raises `TrainingProblem` for the kinds in
-    ``stop_on``, at the most severe each can be (an error for nonfinite,
-    exploding and collapsed, a warning for the others; without ``stop_on``,
-    any error), and warns the others; a callable receives each `Alert` (to page, to log elsewhere,
-    to save a checkpoint); ``"off"`` diagnoses nothing. `Run.findings` gives
-    the findings so far. Under ``torch.distributed``, give ``alerts="raise"``
-    to ``watch`` on every rank, so that rank 0 decides and all stop together.
+    ``alerts="warn"`` warns `HistoscopeAlert` (naming key, kind, step and evidence);
+    ``"raise"`` raises `TrainingProblem` for the kinds in ``stop_on``, at the most
+    severe each can be (an error for nonfinite, exploding and collapsed, a warning for
+    the others; without ``stop_on``, any error), and warns the others; a callable
+    receives each alert's `Finding` (to page, to log elsewhere, to save a checkpoint);
+    ``"off"`` diagnoses nothing. `Run.findings` gives the findings so far. Under
+    ``torch.distributed``, give ``alerts="raise"`` to ``watch`` on every rank, so that
+    rank 0 decides and all stop together.
 
     Example:
         >>> import histoscope as hs

@@ -23,7 +23,7 @@ from ..errors import TrainingProblem
 from .options import WatchOptions
 
 if TYPE_CHECKING:
-    from .alerts import Alert
+    from ..diagnose import Finding
 
 
 def agrees_across_ranks(options: WatchOptions) -> bool:
@@ -49,7 +49,7 @@ class WatchAlerts:
         self.sink = sink
         self.agreed = agrees_across_ranks(options)
         self.source = options.rank
-        self.problem: Alert | None = None
+        self.problem: Finding | None = None
         #: A step was logged since alerts were last delivered.
         self.logged = False
         if self.agreed and hasattr(sink, "_hold_problems"):
