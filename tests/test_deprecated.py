@@ -12,10 +12,10 @@ from histoscope import _core
 
 def test_run_log_batch_warns_and_writes_as_the_watch_does(tmp_path):
     values = [np.arange(10.0), np.ones(3)]
-    with hs.init("old", run_name="r", dir=tmp_path) as old:
+    with hs.init("old", run_name="r", logdir=tmp_path) as old:
         with pytest.warns(DeprecationWarning, match="Run.log_batch is deprecated; use Run.log"):
             old.log_batch(["a", "b"], _core.bin_batch(values, 4), step=2)
-    with hs.init("new", run_name="r", dir=tmp_path) as new:
+    with hs.init("new", run_name="r", logdir=tmp_path) as new:
         new._log_batch(["a", "b"], _core.bin_batch(values, 4), step=2)
     was, now = hs.load_histograms(old.path), hs.load_histograms(new.path)
     assert sorted(was) == sorted(now) == ["a", "b"]
@@ -24,7 +24,7 @@ def test_run_log_batch_warns_and_writes_as_the_watch_does(tmp_path):
 
 
 def test_run_hold_and_take_problem_warn_and_do_what_the_watch_does(tmp_path):
-    with hs.init("old", run_name="r", dir=tmp_path, alerts="raise") as run:
+    with hs.init("old", run_name="r", logdir=tmp_path, alerts="raise") as run:
         with pytest.warns(DeprecationWarning, match="Run.hold_problems is deprecated"):
             run.hold_problems()
         assert run._alerts.raise_here is False
@@ -59,7 +59,7 @@ def test_alert_is_finding_and_warns():
 
 
 def _alerted(tmp_path, alerts):
-    with hs.init("a", run_name="r", dir=tmp_path, alerts=alerts) as run:
+    with hs.init("a", run_name="r", logdir=tmp_path, alerts=alerts) as run:
         for step in range(3):
             run.add_histogram(
                 "gradients/w", np.full(10, np.nan) if step else np.ones(10), step=step
@@ -102,3 +102,34 @@ def test_the_old_alert_keyword_of_the_problem_classes_warns():
     with pytest.warns(DeprecationWarning, match="keyword 'alert' of __init__"):
         old = hs.TrainingProblem("m", alert=finding)
     assert old.finding is hs.TrainingProblem("m", finding).finding is finding
+
+
+def test_init_dir_warns_and_is_logdir(tmp_path):
+    with pytest.warns(
+        DeprecationWarning, match="keyword 'dir' of init\\(\\) is deprecated; use 'logdir'"
+    ):
+        old = hs.init("p", run_name="old", dir=tmp_path)
+    old.finish()
+    new = hs.init("p", run_name="new", logdir=tmp_path)
+    new.finish()
+    assert old.dir.parent == new.dir.parent == tmp_path / "p"
+    with pytest.raises(TypeError, match="got both 'logdir' and its old name 'dir'"):
+        hs.init("p", dir=tmp_path, logdir=tmp_path)
+
+
+def test_dask_paths_warns_and_is_logdir(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    import histoscope.dask
+
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
+        run.add_histogram("w", np.arange(10.0), step=0)
+    with pytest.warns(DeprecationWarning, match="keyword 'paths' of load_histograms\\(\\)"):
+        old = histoscope.dask.load_histograms(paths=str(tmp_path)).compute()
+    new = histoscope.dask.load_histograms(logdir=str(tmp_path)).compute()
+    assert old.equals(new) and len(new) > 0
+
+
+def test_one_default_for_bins():
+    from histoscope.write.options import DEFAULT_BINS
+
+    assert hs.Histogram(np.arange(100.0)).counts.shape == (DEFAULT_BINS,)

@@ -48,3 +48,19 @@ def test_only_public_modules_declare_all() -> None:
 def test_every_name_a_public_module_lists_is_there(name: str) -> None:
     module = importlib.import_module(name)
     assert [n for n in module.__all__ if not hasattr(module, n)] == []
+
+
+def test_the_vocabulary_table_is_in_the_docs() -> None:
+    text = (PACKAGE.parents[1] / "docs" / "vocabulary.md").read_text()
+    assert "| Concept | The one word | What it means | Old names it replaces |" in text
+    for word in (
+        "`logdir`",
+        "`key`",
+        "`step`",
+        "`DEFAULT_BINS`",
+        "`Finding`",
+        "read_tensorboard_histograms",
+    ):
+        assert word in text
+    for module in PUBLIC_MODULES:
+        assert f"`{module}`" in text

@@ -5,7 +5,7 @@ Example:
     >>> import numpy as np
     >>> import histoscope
     >>> logs = tempfile.TemporaryDirectory()
-    >>> with histoscope.init("demo", run_name="train", dir=logs.name) as run:
+    >>> with histoscope.init("demo", run_name="train", logdir=logs.name) as run:
     ...     for step in range(5):
     ...         weights = np.random.default_rng(step).normal(size=1000)
     ...         run.add_histogram("weights", weights, step=step)

@@ -54,7 +54,7 @@ class Finding:
 
     Example:
         >>> import tempfile, numpy as np, histoscope
-        >>> with histoscope.init("demo", dir=tempfile.mkdtemp()) as run:
+        >>> with histoscope.init("demo", logdir=tempfile.mkdtemp()) as run:
         ...     for step in range(10):
         ...         acts = np.maximum(np.random.default_rng(step).normal(size=1000) - 6, 0)
         ...         run.add_histogram("activations/relu", acts, step=step)

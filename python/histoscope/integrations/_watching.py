@@ -85,7 +85,7 @@ class Watching:
             self.watch = Watch(NO_SINK, model, options, backward_hooks=False)
             return
         if self.run is None:
-            self.run, self.owns_run = init(self.project, dir=dir), True
+            self.run, self.owns_run = init(self.project, logdir=dir), True
         self.listen()
         self.watch = Watch(self.run, model, options, backward_hooks=False)
 

@@ -20,6 +20,7 @@ from .. import _args, _core
 from .._args import Bins
 from ._torch import device_type, flat_numpy_weights, host_array
 from .device import bin_on_device
+from .options import DEFAULT_BINS
 from .snapshot import Prepared, prepare_values
 
 MAX_BINS: int = _core.MAX_BINS
@@ -61,7 +62,7 @@ class Histogram:
     def __init__(
         self,
         values: Any = None,
-        bins: Any = 64,
+        bins: Any = DEFAULT_BINS,
         *,
         range: tuple[float, float] | None = None,
         weights: Any = None,

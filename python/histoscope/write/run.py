@@ -57,7 +57,7 @@ class Run:
 
     Example:
         >>> import tempfile, numpy as np, histoscope as hs
-        >>> with hs.init("demo", run_name="first", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("demo", run_name="first", logdir=tempfile.mkdtemp()) as run:
         ...     run.add_histogram("weights", np.random.randn(1000), step=0)
         ...     run.log({"loss": 0.3, "grads": hs.Histogram(np.random.randn(100))}, step=0)
         >>> sorted(hs.load_histograms(run.path))
@@ -133,7 +133,7 @@ class Run:
             >>> from torch import nn
             >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
             >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            >>> run = hs.init("mnist", dir=tempfile.mkdtemp())
+            >>> run = hs.init("mnist", logdir=tempfile.mkdtemp())
             >>> watching = run.watch(model, log="all", every=10, filter=r"^0[.]")
             >>> for i in range(20):
             ...     loss = model(torch.randn(16, 4)).pow(2).mean()
@@ -164,7 +164,7 @@ class Run:
         Example:
             >>> import tempfile, torch, histoscope as hs
             >>> model = torch.nn.Linear(4, 1)
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> watching = run.watch(model)
             >>> run.unwatch(model)
             >>> run.finish()
@@ -194,7 +194,7 @@ class Run:
 
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> grads = np.random.default_rng(0).normal(0, 0.01, 1000)
             >>> run.add_histogram("grads/fc", grads, step=10, bins=80, range=(-0.05, 0.05))
             >>> run.finish()
@@ -236,7 +236,7 @@ class Run:
 
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> w = np.random.default_rng(0).normal(size=500)
             >>> run.log({"weights": hs.Histogram(w, bins=64), "loss": 0.31}, step=100)
             >>> run.finish()
@@ -268,7 +268,7 @@ class Run:
             >>> import tempfile, numpy as np, histoscope as hs
             >>> from histoscope import _core
             >>> batch = _core.bin_batch([np.arange(10.0), np.ones(3)], 4)
-            >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
+            >>> with hs.init("demo", logdir=tempfile.mkdtemp()) as run:
             ...     run._log_batch(["a", "b"], batch, step=0)
             >>> sorted(hs.load_histograms(run.path))
             ['a', 'b']
@@ -301,7 +301,7 @@ class Run:
 
         Example:
             >>> import tempfile, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> run.define_metric("grads/*", section="Gradients")
             >>> run.define_metric("debug/*", hidden=True)
             >>> run.finish()
@@ -319,7 +319,7 @@ class Run:
 
         Example:
             >>> import tempfile, torch, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> run.note_optimizer(torch.optim.AdamW(torch.nn.Linear(4, 1).parameters()))
             >>> run.finish()
         """
@@ -392,7 +392,7 @@ class Run:
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
             >>> seen = []
-            >>> with hs.init("demo", dir=tempfile.mkdtemp(), alerts=seen.append) as run:
+            >>> with hs.init("demo", logdir=tempfile.mkdtemp(), alerts=seen.append) as run:
             ...     for step in range(3):
             ...         run.add_histogram("activations/relu", np.zeros(100), step=step)
             ...     run.flush()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _args
+from .._deprecated import renamed_keywords
 from .alerts import Alerts
 from .options import WatchOptions
 from .run import DEFAULT_MAX_PENDING_BYTES, ON_FULL_CHOICES, Run
@@ -28,17 +29,18 @@ DEFAULT_DIR = "histoscope-logs"
 _current: Run | None = None
 
 
+@renamed_keywords(dir="logdir")
 def init(
     project: str,
     run_name: str | None = None,
     *,
-    dir: str | os.PathLike | None = None,
+    logdir: str | os.PathLike | None = None,
     max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
     on_full: str = "wait",
     alerts: Alerts = "warn",
     stop_on: Sequence[str] | None = None,
 ) -> Run:
-    """Starts logging a run into ``<dir or ./histoscope-logs>/<project>/<run_name>``.
+    """Starts logging a run into ``<logdir or ./histoscope-logs>/<project>/<run_name>``.
 
     Without ``run_name`` a readable one is made up; an existing run name
     appends a new events file there, as a restart. The run becomes the one
@@ -80,7 +82,7 @@ def init(
         raise ValueError(f"max_pending_bytes must be an int > 0, got {max_pending_bytes}")
     if on_full not in ON_FULL_CHOICES:
         raise ValueError(f"on_full must be 'wait' or 'drop', got {on_full!r}")
-    root = Path(DEFAULT_DIR if dir is None else os.fspath(dir)) / project
+    root = Path(DEFAULT_DIR if logdir is None else os.fspath(logdir)) / project
     name = new_run_name(root) if run_name is None else _args.folder_name(run_name, "run_name")
     run = Run(
         project,
@@ -101,7 +103,7 @@ def current_run() -> Run:
     Example:
         >>> import tempfile, histoscope as hs
         >>> from histoscope.write.session import current_run
-        >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("demo", logdir=tempfile.mkdtemp()) as run:
         ...     current_run() is run
         True
     """

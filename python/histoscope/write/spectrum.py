@@ -183,7 +183,7 @@ def log_spectrum(
     Example:
         >>> import tempfile, numpy as np, histoscope as hs
         >>> w = np.random.default_rng(0).normal(size=(64, 32))
-        >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("demo", logdir=tempfile.mkdtemp()) as run:
         ...     s = run.log_spectrum("fc.weight", w, step=0)
         >>> sorted(hs.load_histograms(run.path))
         ['spectrum/fc.weight']

@@ -76,7 +76,7 @@ def log_tree(
         >>> import tempfile, jax, jax.numpy as jnp, histoscope as hs
         >>> params = {"Dense_0": {"kernel": jnp.ones((3, 4)), "bias": jnp.zeros(4)}}
         >>> grads = jax.grad(lambda p: (p["Dense_0"]["kernel"] ** 2).sum())(params)
-        >>> with hs.init("flax", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("flax", logdir=tempfile.mkdtemp()) as run:
         ...     run.log_tree(params, step=0, filter="kernel")
         ...     run.log_tree(grads, prefix="gradients", step=0)
         >>> sorted(hs.load_histograms(run.path))

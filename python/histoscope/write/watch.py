@@ -87,7 +87,7 @@ class Watch:
     Example:
         >>> import torch, histoscope as hs
         >>> model = torch.nn.Linear(4, 2)
-        >>> with hs.init("demo", dir=tmp) as run:  # doctest: +SKIP
+        >>> with hs.init("demo", logdir=tmp) as run:  # doctest: +SKIP
         ...     watch = run.watch(model, log="all", every=1)
         ...     model(torch.randn(8, 4)).sum().backward()
         ...     watch.keys
