@@ -118,7 +118,7 @@ class Training:
         self.model = mlp()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-3)
         self.x = torch.randn(64, 64)
-        self.run = hs.init("bench", run_name=alerts, dir=folder, alerts=alerts)
+        self.run = hs.init("bench", run_name=alerts, logdir=folder, alerts=alerts)
         self.run.watch(self.model, log="all", every=1)
         self.step = 0
 

@@ -46,7 +46,7 @@ class Bench:
         generator = torch.Generator().manual_seed(0)
         self.x = torch.randn(batch, 3, 32, 32, generator=generator)
         self.y = torch.randint(0, 10, (batch,), generator=generator)
-        self.run = hs.init("bench", run_name="capture_point", dir=tmp, alerts="off")
+        self.run = hs.init("bench", run_name="capture_point", logdir=tmp, alerts="off")
         self.logged = 0
 
     def step(self, by_hand: bool) -> None:

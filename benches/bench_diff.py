@@ -85,7 +85,7 @@ def write_wide(root: Path) -> Path:
     import histoscope as hs
 
     for run in ("base", "changed"):
-        with hs.init("wide", run_name=run, dir=str(root)) as logged:
+        with hs.init("wide", run_name=run, logdir=str(root)) as logged:
             for step in range(STEPS):
                 for k in range(KEYS):
                     key = f"key{k:04d}"

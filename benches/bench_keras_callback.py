@@ -85,7 +85,7 @@ def fit_once(contender: str, epochs: int) -> tuple[float, float, float, float]:
     elif contender.startswith("histoscope"):
         import histoscope as hs
 
-        run = hs.init("bench", dir=logs)
+        run = hs.init("bench", logdir=logs)
         every = BATCHES if contender == "histoscope every epoch" else 10
         activations = contender.endswith("activations")
         callbacks = [HistoscopeCallback(run, log="all", every=every, activations=activations)]

@@ -52,7 +52,7 @@ CHILD = textwrap.dedent(
     before = peak_bytes()
     warnings.simplefilter("ignore")
     start = time.perf_counter()
-    run = hs.init("bench", run_name=setting, dir=dir, **kwargs)
+    run = hs.init("bench", run_name=setting, logdir=dir, **kwargs)
     for step in range(count):
         run.add_histogram("x", values, step=step)
     logged = time.perf_counter() - start

@@ -47,7 +47,7 @@ class Mlp(nn.Module):
 
 
 def log_tree(params: dict, logs: str) -> Callable[[int], None]:
-    run = hs.init("bench", dir=logs)
+    run = hs.init("bench", logdir=logs)
 
     def step(i: int) -> None:
         run.log_tree(params, step=i)

@@ -46,7 +46,7 @@ def main() -> None:
     tensor = torch.randn(args.values, dtype=torch.float32)
     array = tensor.numpy().copy()
     with tempfile.TemporaryDirectory(prefix="histoscope-bench-log-") as tmp:
-        run = hs.init("bench", run_name="histoscope", dir=tmp)
+        run = hs.init("bench", run_name="histoscope", logdir=tmp)
         drains: list[float] = []
 
         def drain() -> None:

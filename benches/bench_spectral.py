@@ -91,7 +91,7 @@ def cost(name: str, blocks: int, steps: int, folder: str) -> None:
     step = step_of(model, shape)
     step()  # warm up
     means: dict[bool, list[float]] = {False: [], True: []}
-    with hs.init("bench", run_name=name, dir=folder) as run:
+    with hs.init("bench", run_name=name, logdir=folder) as run:
         for _ in range(blocks):
             for spectral in (False, True):
                 watch = run.watch(model, log="all", every=1, spectral=spectral, spectral_every=1)

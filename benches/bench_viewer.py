@@ -49,7 +49,7 @@ def write_big(logdir: Path, steps: int, tags: int = 10, bins: int = 512) -> None
     """One run, ``tags`` histograms of ``bins`` bins at each of ``steps`` steps."""
     rng = np.random.default_rng(0)
     values = rng.normal(size=4096)
-    with histoscope.init("big", run_name="train", dir=logdir) as run:
+    with histoscope.init("big", run_name="train", logdir=logdir) as run:
         for step in range(steps):
             for tag in range(tags):
                 run.add_histogram(
@@ -62,7 +62,7 @@ def write_many(logdir: Path, runs: int = 1000, steps: int = 50, tags: int = 6) -
     rng = np.random.default_rng(1)
     values = rng.normal(size=512)
     for index in range(runs):
-        with histoscope.init("many", run_name=f"run{index:04d}", dir=logdir) as run:
+        with histoscope.init("many", run_name=f"run{index:04d}", logdir=logdir) as run:
             for step in range(steps):
                 for tag in range(tags):
                     run.add_histogram(f"layer{tag}/weights", values + index / runs, step=step)
@@ -105,7 +105,7 @@ def write_keys(logdir: Path, keys: int = 1000, steps: int = 20) -> None:
     """Two runs of ``keys`` histograms (half ``params/``, half ``grads/``) at ``steps`` steps."""
     rng = np.random.default_rng(0)
     for run_name, scale in [("baseline", 1.0), ("wide", 2.0)]:
-        with histoscope.init("keys", run_name=run_name, dir=logdir) as run:
+        with histoscope.init("keys", run_name=run_name, logdir=logdir) as run:
             for step in range(steps):
                 shrink = scale * (1 + step) / steps
                 for layer in range(keys // 2):
@@ -121,7 +121,9 @@ def write_sweep(logdir: Path, runs: int = 50, keys: int = 100, steps: int = 20) 
     kinds = ["weight", "bias", "weight_grad", "bias_grad"]
     for index in range(runs):
         rate = 10 ** -(1 + 3 * index / runs)
-        with histoscope.init("sweep", run_name=f"lr_{rate:.2e}_seed{index % 5}", dir=logdir) as run:
+        with histoscope.init(
+            "sweep", run_name=f"lr_{rate:.2e}_seed{index % 5}", logdir=logdir
+        ) as run:
             for step in range(steps):
                 for key in range(keys):
                     values = rng.normal(size=256) * (1 + 10 * step * rate)

@@ -82,7 +82,7 @@ class Bench:
         generator = torch.Generator().manual_seed(0)
         self.x = torch.randn(batch, 3, 32, 32, generator=generator)
         self.y = torch.randint(0, 10, (batch,), generator=generator)
-        self.run = hs.init("bench", run_name="watch", dir=tmp)
+        self.run = hs.init("bench", run_name="watch", logdir=tmp)
         os.environ["WANDB_SILENT"] = "true"
         self.wandb = wandb
         self.wandb_run = wandb.init(project="bench", mode="offline", dir=tmp)

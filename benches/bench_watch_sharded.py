@@ -79,7 +79,7 @@ class Rank:
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=1e-4)
         generator = torch.Generator().manual_seed(rank)
         self.x = torch.randn(64, 1024, generator=generator)
-        self.run = hs.init("bench", run_name="sharded", dir=out) if rank == 0 else None
+        self.run = hs.init("bench", run_name="sharded", logdir=out) if rank == 0 else None
         self.logged = 0
 
     def train_step(self) -> None:

@@ -67,7 +67,7 @@ class Rank:
         self.engine = engine_of(mlp())
         generator = torch.Generator().manual_seed(rank)
         self.x = torch.randn(64, 1024, generator=generator)
-        self.run = hs.init("bench", run_name="zero3", dir=out) if rank == 0 else None
+        self.run = hs.init("bench", run_name="zero3", logdir=out) if rank == 0 else None
 
     def backward(self) -> None:
         self.engine.backward(self.engine(self.x).pow(2).mean())

@@ -46,9 +46,9 @@ def contenders(
     model(torch.randn(8, model[0].in_features)).sum().backward()
     named = [(f"parameters/{n}", p) for n, p in model.named_parameters()]
     named += [(f"gradients/{n}", p.grad) for n, p in model.named_parameters()]
-    run_batch = hs.init("bench", run_name="batch", dir=tmp)
+    run_batch = hs.init("bench", run_name="batch", logdir=tmp)
     watch = run_batch.watch(model, log="all", every=1_000_000)
-    run_objects = hs.init("bench", run_name="objects", dir=tmp)
+    run_objects = hs.init("bench", run_name="objects", logdir=tmp)
     writer = SummaryWriter(f"{tmp}/tb")
 
     def batch(step: int) -> None:

@@ -187,7 +187,7 @@ def watch_rows(device: str) -> list[list[str]]:
     every_step, every_ten, blocks = STEPS[device]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        run = hs.init("device_check", run_name="watch", dir=tmp)
+        run = hs.init("device_check", run_name="watch", logdir=tmp)
         if wandb is not None:
             os.environ["WANDB_SILENT"] = "true"
             wandb.init(project="device_check", mode="offline", dir=tmp)

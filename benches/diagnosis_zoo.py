@@ -267,7 +267,7 @@ class Logger:
         if case.writer == "histoscope":
             import histoscope as hs
 
-            self.run = hs.init("zoo", run_name=case.name, dir=logdir)
+            self.run = hs.init("zoo", run_name=case.name, logdir=logdir)
             self.run.watch(model, log="all", activations=True, every=LOG_EVERY)
             return
         if case.writer == "torch":
@@ -821,7 +821,7 @@ def train_bert(case: Case, logdir: Path) -> Trace:
         import histoscope as hs
         from histoscope.integrations.transformers import HistoscopeCallback
 
-        run = hs.init("zoo", run_name=case.name, dir=logdir)
+        run = hs.init("zoo", run_name=case.name, logdir=logdir)
         callbacks.append(HistoscopeCallback(run, log="all", every=LOG_EVERY, activations=True))
     else:
         callbacks.append(_WriterCallback(case, logdir, model))

@@ -29,7 +29,7 @@ def stop_together(rank: int, world: int, init_file: str, out: str) -> None:
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     if rank == 0:
-        run = hs.init("p", run_name="r", dir=out)
+        run = hs.init("p", run_name="r", logdir=out)
     hs.watch(model, log="all", every=1, alerts="raise", stop_on=["nonfinite"])
     stopped = None
     generator = torch.Generator().manual_seed(rank)
@@ -39,7 +39,7 @@ def stop_together(rank: int, world: int, init_file: str, out: str) -> None:
             try:
                 loss = model(torch.randn(16, 8, generator=generator)).pow(2).mean()
             except hs.TrainingProblem as problem:
-                stopped = {"step": step, "kind": problem.alert.kind if problem.alert else None}
+                stopped = {"step": step, "kind": problem.finding.kind if problem.finding else None}
                 break
             if step >= NAN_FROM:
                 loss = loss * float("nan")

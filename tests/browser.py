@@ -268,7 +268,7 @@ def write_thousand_keys(logdir: Path, steps: int = 20) -> None:
 
     rng = np.random.default_rng(0)
     for run_name, scale in [("baseline", 1.0), ("wide", 2.0)]:
-        with histoscope.init("big", run_name=run_name, dir=logdir) as run:
+        with histoscope.init("big", run_name=run_name, logdir=logdir) as run:
             run.define_metric("debug/*", section="Debugging", hidden=True)
             for step in range(steps):
                 shrink = scale * (1 + step) / steps
@@ -311,7 +311,7 @@ def write_pytorch_style(root: Path, steps: int = 8) -> Path:
     rng = np.random.default_rng(3)
     folder = root / "lesson-19-tensorboard"
     for index, name in enumerate(PYTORCH_RUNS):
-        with histoscope.init("runs", run_name=name, dir=folder) as run:
+        with histoscope.init("runs", run_name=name, logdir=folder) as run:
             crashed = index == 0
             for step in range(1 if crashed else steps):
                 for parameter in CNN_PARAMETERS[:1] if crashed else CNN_PARAMETERS:
@@ -328,7 +328,7 @@ def write_diverged_run(root: Path) -> Path:
 
     import histoscope
 
-    with histoscope.init("p", run_name="r", dir=root) as run:
+    with histoscope.init("p", run_name="r", logdir=root) as run:
         for step in range(10):
             gradients = np.random.default_rng(step).normal(size=500)
             if step >= 6:
@@ -351,7 +351,9 @@ def write_sweep(logdir: Path, runs: int = 50, keys: int = 100, steps: int = 3) -
     kinds = ["weight", "bias", "weight_grad", "bias_grad"]
     for index in range(runs):
         rate = 10 ** -(1 + 3 * index / runs)
-        with histoscope.init("sweep", run_name=f"lr_{rate:.2e}_seed{index % 5}", dir=logdir) as run:
+        with histoscope.init(
+            "sweep", run_name=f"lr_{rate:.2e}_seed{index % 5}", logdir=logdir
+        ) as run:
             for step in range(steps):
                 for key in range(keys):
                     spread = values[key] * (1 + 10 * step * rate) + index / runs

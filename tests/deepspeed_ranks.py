@@ -143,7 +143,7 @@ def train_watched(rank: int, out: Path, setup: Setup) -> None:
     engine = engine_of(setup)
     dtype = torch.bfloat16 if setup.bf16 else torch.float16 if setup.fp16 else torch.float32
     if rank == 0:
-        hs.init("p", run_name="r", dir=out)
+        hs.init("p", run_name="r", logdir=out)
     watched = engine.module if setup.module else engine
     keeps = (lambda _name, tensor: tensor.dim() == 2) if setup.filtered else None
     watch = hs.watch(watched, log="all", every=1, activations=setup.activations, filter=keeps)

@@ -135,7 +135,7 @@ def train(
 ) -> dict:
     """Four epochs, in ``fits`` calls of ``fit`` (the steps go on across them); ``options``
     for the callback, which logs all (activations too) unless they say otherwise."""
-    run = hs.init("keras", run_name=name, dir=out / "logs")
+    run = hs.init("keras", run_name=name, logdir=out / "logs")
     fitted = model(optimizer)
     reference = Reference(plant_at)
     settings = {"log": "all", "activations": True, **options}

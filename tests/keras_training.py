@@ -92,7 +92,7 @@ class Batches(keras.callbacks.Callback):
 
 
 def train(out: Path, name: str, broken: bool, stop_on: tuple[str, ...] | None = None) -> dict:
-    run = hs.init("keras", run_name=name, dir=out / "logs")
+    run = hs.init("keras", run_name=name, logdir=out / "logs")
     fitted = model()
     weights = WeightsAround()
     batches = Batches()

@@ -123,7 +123,7 @@ def train_watched(
     if saved_as is None and rank == 0:
         saved_as = out / "expected.npz"
     if rank == 0:
-        hs.init("p", run_name="r", dir=out)
+        hs.init("p", run_name="r", logdir=out)
     watch = hs.watch(model, log="all", every=1, **options)
     calls = _count_collectives(watch)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -257,7 +257,7 @@ def partial_and_replicate(rank: int, out: Path) -> None:
     model.summed = nn.Parameter(summed)
     model.same = nn.Parameter(same)
     if rank == 0:
-        hs.init("p", run_name="r", dir=out)
+        hs.init("p", run_name="r", logdir=out)
     watch = hs.watch(model, log="parameters", every=1)
     watch.capture(0)
     whole = {f"0:{key}": t.double().numpy() for key, t in dtensors(model).items()}
@@ -341,7 +341,7 @@ def refused(rank: int, out: Path) -> None:
     model.partitioned.ds_tensor = torch.randn(3)
     model.plain = nn.Parameter(torch.ones(2))
     if rank == 0:
-        hs.init("p", run_name="r", dir=out)
+        hs.init("p", run_name="r", logdir=out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         watch = hs.watch(model, log="parameters", every=1)
@@ -379,7 +379,7 @@ def fsdp2_fp16_scaler(rank: int, out: Path) -> None:
 
     scaler.unscale_ = unscale_  # type: ignore[method-assign]
     if rank == 0:
-        hs.init("p", run_name="r", dir=out)
+        hs.init("p", run_name="r", logdir=out)
     watch = hs.watch(model, log="gradients", every=1)
     expected: dict[str, np.ndarray] = {}
     skipped: list[int] = []
@@ -470,7 +470,7 @@ def fault_drill(rank: int, out: str, make: Callable[[], Any]) -> None:
     said: list[str] = []
     for fault in ("hang", "death"):
         model = make()
-        run = hs.init("p", run_name=fault, dir=out) if rank == 0 else None
+        run = hs.init("p", run_name=fault, logdir=out) if rank == 0 else None
         watcher: Callable[..., Any] = hs.watch if run is None else run.watch
         watch = watcher(model, log="parameters", every=1, timeout=TIMEOUT)
         watch.capture(0)

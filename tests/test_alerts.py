@@ -103,7 +103,7 @@ CASES = {
 def test_live_findings_at_the_end_equal_check_on_the_files(tmp_path: Path, case: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", hs.HistoscopeAlert)
-        with hs.init("p", run_name=case, dir=tmp_path) as run:
+        with hs.init("p", run_name=case, logdir=tmp_path) as run:
             train(run, mlp(), **CASES[case])  # type: ignore[arg-type]
     offline = hs.diagnose(run.dir)
     assert without_run(run.findings()) == without_run(offline)
@@ -113,33 +113,33 @@ def test_live_findings_at_the_end_equal_check_on_the_files(tmp_path: Path, case:
 
 @pytest.mark.parametrize("case", ["exploding", "nonfinite"])
 def test_each_alert_comes_at_the_first_step_check_would_find_it(tmp_path: Path, case: str) -> None:
-    seen: list[hs.Alert] = []
-    with hs.init("p", run_name=case, dir=tmp_path / "runs", alerts=seen.append) as run:
+    seen: list[hs.Finding] = []
+    with hs.init("p", run_name=case, logdir=tmp_path / "runs", alerts=seen.append) as run:
         train(run, mlp(), **CASES[case])  # type: ignore[arg-type]
     assert seen, "a broken training alerts"
     for alert in seen:
         at = hs.diagnose(cut_after(run.dir, alert.step, tmp_path / f"cut{alert.step}"))
         found = {(f.key, f.kind): f.level for f in at}
-        assert found.get((alert.key, alert.kind), -1) >= alert.finding.level, alert.describe()
+        assert found.get((alert.key, alert.kind), -1) >= alert.level, alert.describe()
         if alert.step > 0:
             before = hs.diagnose(cut_after(run.dir, alert.step - 1, tmp_path / f"b{alert.step}"))
             earlier = {(f.key, f.kind): f.level for f in before}
-            assert earlier.get((alert.key, alert.kind), -1) < alert.finding.level, alert.describe()
+            assert earlier.get((alert.key, alert.kind), -1) < alert.level, alert.describe()
 
 
 def test_a_healthy_run_raises_nothing(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", hs.HistoscopeAlert)
-        with hs.init("p", run_name="r", dir=tmp_path, alerts="raise") as run:
+        with hs.init("p", run_name="r", logdir=tmp_path, alerts="raise") as run:
             train(run, mlp(), steps=60)
     assert [f for f in run.findings() if f.level >= 1] == []
 
 
 def test_warn_names_key_kind_step_and_evidence_once_per_finding(tmp_path: Path) -> None:
     with pytest.warns(hs.HistoscopeAlert) as caught:
-        with hs.init("p", run_name="r", dir=tmp_path) as run:
+        with hs.init("p", run_name="r", logdir=tmp_path) as run:
             train(run, mlp(), nan_from=12)
-    alerts = [w.message.alert for w in caught if isinstance(w.message, hs.HistoscopeAlert)]
+    alerts = [w.message.finding for w in caught if isinstance(w.message, hs.HistoscopeAlert)]
     nonfinite = [a for a in alerts if a.kind == "nonfinite" and a.key.startswith("gradients/")]
     assert nonfinite and all(a.step >= 12 for a in nonfinite)
     text = str(next(w.message for w in caught if "nonfinite" in str(w.message)))
@@ -150,11 +150,11 @@ def test_warn_names_key_kind_step_and_evidence_once_per_finding(tmp_path: Path) 
 
 @pytest.mark.parametrize("every", [1, 5])
 def test_raise_stops_the_loop_within_one_logging_interval(tmp_path: Path, every: int) -> None:
-    run = hs.init("p", run_name="r", dir=tmp_path, alerts="raise", stop_on=["nonfinite"])
+    run = hs.init("p", run_name="r", logdir=tmp_path, alerts="raise", stop_on=["nonfinite"])
     progress = Progress()
     with pytest.raises(hs.TrainingProblem) as raised:
         train(run, mlp(), nan_from=7, steps=200, every=every, progress=progress)
-    problem = raised.value.alert
+    problem = raised.value.finding
     # The loss (logged every step) is NaN from step 7, the gradients logged from `nan_logged`:
     # the loop stops at the latest at the first forward pass after that logged step.
     nan_logged = -(-7 // every) * every
@@ -167,7 +167,7 @@ def test_raise_stops_the_loop_within_one_logging_interval(tmp_path: Path, every:
 
 
 def test_raise_without_stop_on_stops_on_errors_only(tmp_path: Path) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path, alerts="raise") as run:
+    with hs.init("p", run_name="r", logdir=tmp_path, alerts="raise") as run:
         with pytest.warns(hs.HistoscopeAlert, match="dead"):
             for step in range(5):
                 run.add_histogram("activations/relu", torch.zeros(100), step=step)  # a warning
@@ -182,24 +182,24 @@ def test_a_callable_receives_each_alert_and_may_stop_the_loop(tmp_path: Path) ->
     class Page(Exception):
         pass
 
-    def page(alert: hs.Alert) -> None:
+    def page(alert: hs.Finding) -> None:
         raise Page(alert.key)
 
-    run = hs.init("p", run_name="r", dir=tmp_path, alerts=page)
+    run = hs.init("p", run_name="r", logdir=tmp_path, alerts=page)
     with pytest.raises(Page):
         train(run, mlp(), nan_from=3, steps=200)
     run.finish()
 
 
 def test_watch_takes_the_alert_policy_and_off_diagnoses_nothing(tmp_path: Path) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path, alerts="off") as run:
+    with hs.init("p", run_name="r", logdir=tmp_path, alerts="off") as run:
         with warnings.catch_warnings():
             warnings.simplefilter("error", hs.HistoscopeAlert)
             train(run, mlp(), nan_from=3, steps=8)
         assert run.findings() == []
         with pytest.raises(ValueError, match="alerts='off'"):
             run.watch(mlp(), alerts="raise")
-    run = hs.init("p", run_name="s", dir=tmp_path)
+    run = hs.init("p", run_name="s", logdir=tmp_path)
     with pytest.raises(hs.TrainingProblem):
         train(run, mlp(), nan_from=3, steps=200, alerts="raise", stop_on=("nonfinite",))
     run.finish()
@@ -215,7 +215,7 @@ def test_watch_takes_the_alert_policy_and_off_diagnoses_nothing(tmp_path: Path) 
 )
 def test_bad_alert_arguments_are_named(tmp_path: Path, arguments: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        hs.init("p", dir=tmp_path, **arguments)
+        hs.init("p", logdir=tmp_path, **arguments)
 
 
 def test_under_torch_distributed_rank_zero_decides_and_every_rank_stops_at_once(

@@ -47,7 +47,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("planted")
     rng = np.random.default_rng(7)
     for r in range(6):
-        with hs.init("sweep", f"run{r}", dir=root) as run:
+        with hs.init("sweep", f"run{r}", logdir=root) as run:
             for step in range(40):
                 for layer in range(3):
                     scale = 1e-9 if (r == 1 and layer == 0) else 1e-2
@@ -284,7 +284,7 @@ def test_the_viewers_findings_read_again_only_the_runs_that_changed(
     assert fresh() == whole() and read == [[f"run{r}" for r in range(6)]]
     assert fresh() == whole() and read[1:] == []  # nothing changed: nothing read
     # run5 was healthy; a later step turns its gradients NaN, in a file of its own
-    with hs.init("sweep", "run5", dir=tmp_path) as run:
+    with hs.init("sweep", "run5", logdir=tmp_path) as run:
         for step in range(40, 45):
             run.add_histogram("gradients/0.weight", np.full(100, np.nan), step=step)
     assert ("run5", "nonfinite") in {(f["run"], f["kind"]) for f in fresh()}

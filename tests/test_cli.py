@@ -77,7 +77,7 @@ def test_ls_exit_statuses(fixtures: Path, tmp_path: Path) -> None:
 
 
 def test_ls_on_a_thousand_damaged_records_prints_one_short_line(tmp_path: Path) -> None:
-    run = histoscope.init("damaged", run_name="run", dir=tmp_path)
+    run = histoscope.init("damaged", run_name="run", logdir=tmp_path)
     for step in range(1000):
         run.add_histogram("h", [0.0, 1.0, float(step)], step=step, bins=4)
     run.finish()

@@ -100,7 +100,7 @@ def write_sweep(root: Path, writer: str) -> Path:
     for run, changed in (("base", False), ("changed", True)):
         folder = root / writer / run
         if writer == "histoscope":
-            with hs.init(writer, run_name=run, dir=str(root)) as logged:
+            with hs.init(writer, run_name=run, logdir=str(root)) as logged:
                 for step in range(5):
                     for layer in LAYERS:
                         logged.add_histogram(layer, weights(layer, changed, step), step=step)
@@ -158,7 +158,7 @@ def test_a_logdir_and_its_loaded_series_compare_alike(tmp_path: Path) -> None:
 
 
 def test_two_steps_of_one_run_and_what_is_left_out(tmp_path: Path) -> None:
-    with hs.init("logs", run_name="solo", dir=str(tmp_path)) as run:
+    with hs.init("logs", run_name="solo", logdir=str(tmp_path)) as run:
         run.add_histogram("early", np.arange(10.0), step=0)
         for step in (1, 5):
             run.add_histogram("grows", np.arange(10.0) * step, step=step)
@@ -177,7 +177,7 @@ def test_two_steps_of_one_run_and_what_is_left_out(tmp_path: Path) -> None:
 
 def test_keys_on_one_side_only_are_named_alike_from_files_and_series(tmp_path: Path) -> None:
     for name, keys in (("a", ("shared", "only_a", "also_a")), ("b", ("shared", "only_b"))):
-        with hs.init("logs", run_name=name, dir=str(tmp_path)) as run:
+        with hs.init("logs", run_name=name, logdir=str(tmp_path)) as run:
             for key in keys:
                 run.add_histogram(key, np.arange(10.0), step=0)
     from_files = compare(tmp_path / "logs", a="a", b="b")
@@ -188,7 +188,7 @@ def test_keys_on_one_side_only_are_named_alike_from_files_and_series(tmp_path: P
 
 
 def test_a_side_holding_one_key_twice_is_a_clear_error(tmp_path: Path) -> None:
-    with hs.init("logs", run_name="a", dir=str(tmp_path)) as run:
+    with hs.init("logs", run_name="a", logdir=str(tmp_path)) as run:
         run.add_histogram("w", np.arange(10.0), step=0)
     series = hs.load_histograms(str(tmp_path / "logs"))["w"]["a"]
     with pytest.raises(ValueError, match="holds the key 'w' twice"):

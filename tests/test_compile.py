@@ -39,7 +39,7 @@ def train(
     stepped = torch.compile(model, backend="eager") if compiled else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     name = f"{compiled}-{steps}-{options is not None}"
-    with hs.init("p", run_name=name, dir=tmp_path) as run:
+    with hs.init("p", run_name=name, logdir=tmp_path) as run:
         if options is not None:
             run.watch(stepped, **options)
         for i in range(steps):

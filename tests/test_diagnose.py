@@ -92,7 +92,7 @@ def train(
                 lambda _m, _in, out, i=i: outputs.__setitem__(str(i), out.detach())
             )
     writer = SummaryWriter(str(logdir / TORCH_RUN))
-    run = hs.init("p", run_name="hs", dir=logdir / "histoscope")
+    run = hs.init("p", run_name="hs", logdir=logdir / "histoscope")
     for step in range(STEPS):
         x = torch.randn(64, d_in, generator=gen)
         loss = ((model(x * input_scale) - torch.sin(x @ w_true)) ** 2).mean()
@@ -443,7 +443,7 @@ def test_watch_notes_the_optimizer_that_small_gradients_are_judged_by(
     torch.manual_seed(0)
     model = Scaled()
     step = getattr(torch.optim, optimizer)(model.parameters(), lr=1e-2)
-    with hs.init("p", run_name=optimizer, dir=tmp_path) as run:
+    with hs.init("p", run_name=optimizer, logdir=tmp_path) as run:
         run.watch(model, log="all", every=2)
         for i in range(40):
             loss = (model(torch.randn(32, 8)) - 1).pow(2).mean()
@@ -467,7 +467,7 @@ def test_two_watched_trainings_side_by_side_note_each_optimizer(tmp_path: Path) 
         "sgd": torch.optim.SGD(models["sgd"].parameters(), lr=1e-2),
         "adamw": torch.optim.AdamW(models["adamw"].parameters(), lr=1e-2),
     }
-    runs = {name: hs.init("two", run_name=name, dir=tmp_path) for name in models}
+    runs = {name: hs.init("two", run_name=name, logdir=tmp_path) for name in models}
     for name, run in runs.items():
         run.watch(models[name], log="all", every=2)
     for i in range(40):
@@ -489,7 +489,7 @@ def test_two_watched_trainings_side_by_side_note_each_optimizer(tmp_path: Path) 
 
 
 def test_a_nan_scalar_is_nonfinite_and_roles_name_losses(tmp_path: Path) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         for i in range(10):
             run.add_histogram("weights/w", torch.randn(100), step=i)
             run.log({"objective": math.nan if i >= 6 else 1.0, "lr": 0.1}, step=i)
@@ -511,7 +511,7 @@ def _spiked_training(logdir: Path, clip: float | None) -> None:
     model = mlp([16, 32, 4], nn.ReLU)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     w = torch.randn(16, 4, generator=gen)
-    with hs.init("p", run_name="clipped" if clip else "unclipped", dir=logdir) as run:
+    with hs.init("p", run_name="clipped" if clip else "unclipped", logdir=logdir) as run:
         run.watch(model, log="all", every=5)
         for step in range(100):
             x = torch.randn(64, 16, generator=gen)
@@ -549,7 +549,7 @@ def test_weights_an_optimizer_of_another_copy_never_moves_are_stuck(tmp_path: Pa
     optimizer = torch.optim.SGD(copy.deepcopy(model).parameters(), lr=0.1)  # the bug
     x = torch.randn(64, 8)
     y = x.sum(1, keepdim=True)
-    with hs.init("stuck", run_name="r", dir=tmp_path) as run:
+    with hs.init("stuck", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="all", every=1)
         for step in range(20):
             loss = nn.functional.mse_loss(model(x[step % 4 :: 4]), y[step % 4 :: 4])

@@ -263,7 +263,7 @@ def test_keys_past_sixty_rows_are_grouped_by_module_path(browser: Browser, tmp_p
     import histoscope
 
     rng = np.random.default_rng(1)
-    with histoscope.init("t", run_name="r", dir=tmp_path) as run:
+    with histoscope.init("t", run_name="r", logdir=tmp_path) as run:
         for step in range(3):
             for layer in range(25):
                 for part in ("q", "k", "v", "o", "ff1", "ff2", "ln1", "ln2"):

@@ -15,7 +15,7 @@ from browser import assert_accessible
 from playwright.sync_api import Page, expect
 
 from histoscope.read.chart import TensorBoardChart
-from histoscope.view.html import _notebook_html, _value_labels, render, save_html, show
+from histoscope.view.html import _notebook_html, _value_labels, render, save_html, show_chart
 
 pytest_plugins = ["browser"]  # the browser, open_page and screenshot fixtures
 
@@ -147,7 +147,7 @@ def test_show_outside_a_kernel_opens_the_saved_page(monkeypatch):
     opened = []
     monkeypatch.setattr("webbrowser.open", opened.append)
     chart = small_chart()
-    path = show(chart)
+    path = show_chart(chart)
     assert opened == [path.as_uri()]
     assert path.name == "layer_weights_train.html"
     assert path.read_text(encoding="utf-8") == render(chart)
@@ -164,7 +164,7 @@ def test_show_in_a_kernel_displays_inline(monkeypatch):
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     monkeypatch.setitem(sys.modules, "IPython.display", display)
     chart = small_chart()
-    assert show(chart) is None
+    assert show_chart(chart) is None
     assert displayed == [("HTML", _notebook_html(chart))]
 
 

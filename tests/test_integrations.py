@@ -80,7 +80,7 @@ def quiet_trainers():
 
 def test_lightning_logs_at_the_global_step(tmp_path: Path) -> None:
     module = TinyModule()
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         trainer(tmp_path, LightningCallback(run, log="all", activations=True)).fit(module, data())
     series = read(run.dir)
     names = ["net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"]
@@ -153,7 +153,7 @@ def training_args(tmp_path: Path, **kwargs) -> TrainingArguments:
 
 
 def test_transformers_trainer_logs_gradients_and_losses_at_the_same_steps(tmp_path: Path) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         callback = TransformersCallback(run, log="all", filter="classifier")
         Trainer(
             tiny_bert(), training_args(tmp_path), train_dataset=Tokens(), callbacks=[callback]

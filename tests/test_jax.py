@@ -68,7 +68,7 @@ def train(run: hs.Run, *, steps: int, every: int, loss_scale: float = 1.0) -> li
 
 @pytest.fixture(scope="module")
 def flax_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
-    with hs.init("flax", run_name="healthy", dir=tmp_path_factory.mktemp("flax")) as run:
+    with hs.init("flax", run_name="healthy", logdir=tmp_path_factory.mktemp("flax")) as run:
         seen = train(run, steps=60, every=5)
     return run.path, seen
 
@@ -110,7 +110,7 @@ def test_check_passes_a_healthy_run_and_finds_vanishing_gradients(
 ) -> None:
     path, _ = flax_run
     assert hs.diagnose(path.parent) == []
-    with hs.init("flax", run_name="vanishing", dir=tmp_path) as run:
+    with hs.init("flax", run_name="vanishing", logdir=tmp_path) as run:
         train(run, steps=60, every=5, loss_scale=1e-12)
     findings = hs.diagnose(run.path.parent)
     vanishing = {f.key for f in findings if f.kind == "vanishing"}
@@ -122,7 +122,7 @@ def test_a_jitted_step_logs_through_debug_callback(tmp_path: Path) -> None:
     """The pattern in histoscope.write.tree's doc: the step decides, the callback logs."""
     every = 4
     returned = {}
-    with hs.init("flax", dir=tmp_path) as run:
+    with hs.init("flax", logdir=tmp_path) as run:
 
         def log(step, grads):
             run.log_tree(grads, prefix="gradients", step=step, bins=BINS)
@@ -267,7 +267,7 @@ def test_leaves_that_are_not_real_arrays_are_left_out() -> None:
 def test_flax_nnx_variables_are_keyed_without_value(tmp_path: Path) -> None:
     nnx = pytest.importorskip("flax.nnx")
     model = nnx.Sequential(nnx.Linear(3, 4, rngs=nnx.Rngs(0)), nnx.Dropout(0.5, rngs=nnx.Rngs(1)))
-    with hs.init("nnx", dir=tmp_path) as run:
+    with hs.init("nnx", logdir=tmp_path) as run:
         run.log_tree(nnx.state(model), step=0)
     # The dropout's PRNG key is left out; its key counter is an array like any other.
     assert sorted(hs.load_histograms(run.path)) == [
@@ -278,7 +278,7 @@ def test_flax_nnx_variables_are_keyed_without_value(tmp_path: Path) -> None:
 
 
 def test_log_tree_checks_its_arguments(tmp_path: Path) -> None:
-    with hs.init("args", dir=tmp_path) as run:
+    with hs.init("args", logdir=tmp_path) as run:
         with pytest.raises(ValueError, match="step must be an int >= 0"):
             run.log_tree({"w": jnp.ones(2)}, step=-1)
         with pytest.raises(ValueError, match="bins must be"):
@@ -292,7 +292,7 @@ def test_log_tree_checks_its_arguments(tmp_path: Path) -> None:
 
 
 def test_module_level_log_tree_logs_to_the_current_run(tmp_path: Path) -> None:
-    with hs.init("current", dir=tmp_path) as run:
+    with hs.init("current", logdir=tmp_path) as run:
         hs.log_tree({"w": jnp.arange(4.0)}, step=2, prefix="gradients")
     assert hs.load_histograms(run.path)["gradients/w"]["."].steps.tolist() == [2]
 

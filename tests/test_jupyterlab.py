@@ -32,7 +32,7 @@ SETUP = """
 import tempfile, time, torch, histoscope as hs
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
-run = hs.init("lab", run_name="live", dir=tempfile.mkdtemp())
+run = hs.init("lab", run_name="live", logdir=tempfile.mkdtemp())
 run.watch(model, every=2, log="all")
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 

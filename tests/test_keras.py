@@ -269,7 +269,7 @@ found = {"nnx": keras.config.is_nnx_enabled()}
 for jit in (True, False):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="out")])
     model.compile(optimizer="sgd", loss="mse", jit_compile=jit)
-    run = None if jit else hs.init("nnx", dir="given")
+    run = None if jit else hs.init("nnx", logdir="given")
     callback = HistoscopeCallback(run, project="nnx", log="all", every=2)
     try:
         model.fit(x, y, batch_size=8, verbose=0, callbacks=[callback])

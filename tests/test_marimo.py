@@ -39,7 +39,7 @@ def _():
     import numpy as np
     import histoscope as hs
 
-    run = hs.init("marimo", run_name="live", dir=tempfile.mkdtemp())
+    run = hs.init("marimo", run_name="live", logdir=tempfile.mkdtemp())
 
     def log(steps):
         for step in steps:

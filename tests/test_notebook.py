@@ -141,7 +141,7 @@ def test_the_widget_is_drawn_read_by_keyboard_and_passes_axe(browser: Browser) -
 def test_show_refuses_what_it_cannot_show_and_needs_a_kernel(tmp_path) -> None:
     with pytest.raises(TypeError, match="show\\(\\) takes a Run"):
         hs.show(42)
-    run = hs.init("nb", dir=str(tmp_path))
+    run = hs.init("nb", logdir=str(tmp_path))
     with pytest.raises(RuntimeError, match="histoscope view"):
         hs.show(run)
     run.finish()
@@ -157,7 +157,7 @@ TRAINING = """
 import tempfile, time, torch, histoscope as hs
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
-run = hs.init("nb", run_name="live", dir=tempfile.mkdtemp())
+run = hs.init("nb", run_name="live", logdir=tempfile.mkdtemp())
 run.watch(model, every=2, log="all")
 hs.show(run)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -213,7 +213,7 @@ def test_an_executed_notebook_keeps_the_widget_and_a_fallback(browser, tmp_path)
 
 AS_LAST_LINE = """
 import tempfile, numpy as np, histoscope as hs
-run = hs.init("nb", run_name="last", dir=tempfile.mkdtemp())
+run = hs.init("nb", run_name="last", logdir=tempfile.mkdtemp())
 for step in range(3):
     run.add_histogram("w", np.random.default_rng(step).normal(size=100), step)
 run
@@ -238,7 +238,7 @@ def test_outside_a_kernel_a_run_shown_by_ipython_is_its_text() -> None:
         "from IPython.testing.globalipapp import start_ipython\n"
         "shell = start_ipython()\n"
         "import tempfile, histoscope as hs\n"
-        "run = hs.init('p', run_name='r', dir=tempfile.mkdtemp())\n"
+        "run = hs.init('p', run_name='r', logdir=tempfile.mkdtemp())\n"
         "shell.display_formatter.format(run)\n"
         "run.finish()\n"
     )

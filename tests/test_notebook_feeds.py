@@ -97,7 +97,7 @@ def _next_update(feed: LogdirFeed) -> _core.LiveUpdateRecord:
 
 
 def test_a_directory_shown_follows_its_run_as_it_grows(tmp_path: Path) -> None:
-    run = hs.init("grow", run_name="r", dir=str(tmp_path))
+    run = hs.init("grow", run_name="r", logdir=str(tmp_path))
     _log(run, range(3))
     feed = LogdirFeed(tmp_path / "grow")
     feed.poll()

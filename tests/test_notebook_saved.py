@@ -38,7 +38,7 @@ torch.manual_seed(0)
 model = torch.nn.Sequential({layers})
 with torch.no_grad():
     model[0].bias.fill_(-1000.0)
-run = hs.init("nb", run_name="saved", dir=tempfile.mkdtemp())
+run = hs.init("nb", run_name="saved", logdir=tempfile.mkdtemp())
 run.watch(model, every=2, log="all")
 hs.show(run)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -63,7 +63,7 @@ DEEP = (
 FIRST_RUN = """
 import tempfile, time, numpy as np, histoscope as hs
 logs = tempfile.mkdtemp()
-first = hs.init("grown", run_name="first", dir=logs)
+first = hs.init("grown", run_name="first", logdir=logs)
 for step in range(3):
     first.add_histogram("early/w", np.random.default_rng(step).normal(size=500), step)
 first.finish()
@@ -72,7 +72,7 @@ hs.show(f"{logs}/grown")
 
 # A run added after the widget was shown: the saved view is of the widget at save time.
 SECOND_RUN = """
-second = hs.init("grown", run_name="second", dir=logs)
+second = hs.init("grown", run_name="second", logdir=logs)
 for step in range(3):
     second.add_histogram("late/w", np.random.default_rng(step).normal(size=500), step)
 second.finish()

@@ -20,7 +20,7 @@ import tempfile, time
 import numpy as np
 import histoscope as hs
 
-run = hs.init("static", run_name="live", dir=tempfile.mkdtemp())
+run = hs.init("static", run_name="live", logdir=tempfile.mkdtemp())
 
 def log(steps):
     for step in steps:

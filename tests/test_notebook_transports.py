@@ -30,7 +30,7 @@ KEYS = ["layer/weight", "layer/bias", "grad"]
 
 TRAINING = """
 import tempfile, time, numpy as np, histoscope as hs
-run = hs.init("colab", run_name="live", dir=tempfile.mkdtemp())
+run = hs.init("colab", run_name="live", logdir=tempfile.mkdtemp())
 def log(steps):
     for step in steps:
         for i, key in enumerate({keys!r}):

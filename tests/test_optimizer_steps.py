@@ -94,7 +94,7 @@ def train_fp16(run: hs.Run, steps: int, *, overflow_from: int | None = None, **w
 
 
 def test_fp16_gradients_are_the_applied_unscaled_ones_and_skips_are_recorded(tmp_path) -> None:
-    with hs.init("amp", run_name="r", dir=tmp_path) as run:
+    with hs.init("amp", run_name="r", logdir=tmp_path) as run:
         applied = train_fp16(run, 40)
         watch = run._watches[0]
         assert watch.capture_point == "optimizer"
@@ -126,7 +126,7 @@ def test_a_healthy_fp16_training_is_judged_healthy_and_never_stopped(tmp_path) -
     with warnings.catch_warnings():
         warnings.simplefilter("error", hs.HistoscopeAlert)
         policy = {"alerts": "raise", "stop_on": ("nonfinite",)}
-        with hs.init("amp", run_name="r", dir=tmp_path, **policy) as run:
+        with hs.init("amp", run_name="r", logdir=tmp_path, **policy) as run:
             train_fp16(run, 60)
     diagnosis = hs.diagnose(tmp_path / "amp")
     assert [f for f in diagnosis if f.severity in ("warning", "error")] == []
@@ -136,7 +136,7 @@ def test_a_healthy_fp16_training_is_judged_healthy_and_never_stopped(tmp_path) -
 
 
 def test_a_scaler_that_skips_every_step_from_some_step_is_an_error_there(tmp_path) -> None:
-    with hs.init("amp", run_name="r", dir=tmp_path) as run:
+    with hs.init("amp", run_name="r", logdir=tmp_path) as run:
         applied = train_fp16(run, 70, overflow_from=40)
     assert max(applied.grads) < 40
     # The last step too, though no backward pass came after it to tell.
@@ -149,16 +149,16 @@ def test_a_scaler_that_skips_every_step_from_some_step_is_an_error_there(tmp_pat
 def test_a_run_stops_when_its_scaler_skips_every_step(tmp_path) -> None:
     with pytest.raises(hs.TrainingProblem) as raised:
         policy = {"alerts": "raise", "stop_on": ("skipped",)}
-        with hs.init("amp", run_name="r", dir=tmp_path, **policy) as run:
+        with hs.init("amp", run_name="r", logdir=tmp_path, **policy) as run:
             train_fp16(run, 120, overflow_from=40)
-    alert = raised.value.alert
+    alert = raised.value.finding
     assert alert.kind == "skipped" and alert.finding.first_step == 40
 
 
 def test_accumulated_gradients_are_captured_once_per_optimizer_step(tmp_path) -> None:
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    with hs.init("acc", run_name="r", dir=tmp_path) as run:
+    with hs.init("acc", run_name="r", logdir=tmp_path) as run:
         run.watch(model, every=1, bins=BINS)
         applied = Applied(model)
         for i in range(24):
@@ -180,7 +180,7 @@ def test_accumulated_gradients_are_captured_once_per_optimizer_step(tmp_path) ->
 def test_a_model_no_optimizer_steps_is_captured_as_each_backward_pass_ends(tmp_path) -> None:
     model = mlp()
     seen: list[dict[str, torch.Tensor]] = []
-    with hs.init("manual", run_name="r", dir=tmp_path) as run:
+    with hs.init("manual", run_name="r", logdir=tmp_path) as run:
         watch = run.watch(model, every=2, bins=BINS)
         for i in range(6):
             x, y = data(i)
@@ -202,7 +202,7 @@ def test_a_named_optimizer_is_the_only_one_whose_steps_capture(tmp_path) -> None
     model = mlp()
     mine = torch.optim.SGD(model.parameters(), lr=0.01)
     other = torch.optim.SGD(model.parameters(), lr=0.0)
-    with hs.init("named", run_name="r", dir=tmp_path) as run:
+    with hs.init("named", run_name="r", logdir=tmp_path) as run:
         run.watch(model, every=1, bins=BINS, optimizer=mine)
         for i in range(5):
             x, y = data(i)
@@ -218,7 +218,7 @@ def test_a_named_optimizer_is_the_only_one_whose_steps_capture(tmp_path) -> None
 
 
 def test_optimizer_must_be_an_optimizer(tmp_path) -> None:
-    with hs.init("bad", dir=tmp_path) as run:
+    with hs.init("bad", logdir=tmp_path) as run:
         with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer"):
             run.watch(mlp(), optimizer="sgd")
 
@@ -227,7 +227,7 @@ def test_a_loop_that_clips_logs_the_gradients_before_clipping(tmp_path) -> None:
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     seen: list[dict[str, torch.Tensor]] = []
-    with hs.init("clip", run_name="r", dir=tmp_path) as run:
+    with hs.init("clip", run_name="r", logdir=tmp_path) as run:
         run.watch(model, every=1, bins=BINS)
         for i in range(6):
             x, y = data(i)
@@ -282,7 +282,7 @@ def test_a_loop_that_clips_under_a_scaler_logs_the_unscaled_gradients_before_cli
     gc.collect()  # earlier tests' scalers: the one in use must be the only one
     with warnings.catch_warnings():
         warnings.simplefilter("error", hs.HistoscopeAlert)
-        with hs.init("clip", run_name="r", dir=tmp_path) as run:
+        with hs.init("clip", run_name="r", logdir=tmp_path) as run:
             applied, unscaled = train_clipped_under_scaler(run, 40)
     steps = sorted(applied.grads)
     assert len(steps) >= 15 and steps[0] >= 4  # a first streak of skips, then a few more
@@ -303,7 +303,7 @@ def test_a_scaler_an_earlier_training_left_is_not_taken_for_this_ones(tmp_path) 
     gc.collect()
     earlier = torch.amp.GradScaler("cpu", init_scale=2.0**10)
     earlier.scale(torch.ones(()))
-    with hs.init("clip", run_name="r", dir=tmp_path) as run:
+    with hs.init("clip", run_name="r", logdir=tmp_path) as run:
         applied, unscaled = train_clipped_under_scaler(run, 30)
     steps = sorted(applied.grads)
     for key, series in read(run).items():
@@ -312,7 +312,7 @@ def test_a_scaler_an_earlier_training_left_is_not_taken_for_this_ones(tmp_path) 
             assert_histogram_of(series, i, unscaled[step][key])
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    with hs.init("plain", run_name="r", dir=tmp_path) as plain:
+    with hs.init("plain", run_name="r", logdir=tmp_path) as plain:
         plain.watch(model, every=1, bins=BINS)
         for i in range(5):
             x, y = data(i)
@@ -335,7 +335,7 @@ def test_a_gan_logs_each_half_as_its_own_optimizer_applies_it(tmp_path) -> None:
     opt_d = torch.optim.Adam(critic.parameters(), lr=1e-3)
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     seen: dict[str, dict[int, dict[str, torch.Tensor]]] = {"g": {}, "d": {}}
-    with hs.init("gan", run_name="r", dir=tmp_path) as run:
+    with hs.init("gan", run_name="r", logdir=tmp_path) as run:
         run.watch(generator, every=1, bins=BINS, filter="2")
         run.watch(critic, every=1, bins=BINS, filter="0")
         for i in range(8):

@@ -75,7 +75,7 @@ def test_percentiles_are_the_cores_value_for_value(rules: Page) -> None:
     rows are the index's."""
     histograms = _histograms(np.random.default_rng(1))
     with tempfile.TemporaryDirectory() as logs:
-        with hs.init("rules", run_name="r", dir=logs) as run:
+        with hs.init("rules", run_name="r", logdir=logs) as run:
             made = {
                 f"h{i:03d}": hs.Histogram(np_histogram=(counts, edges))
                 for i, (edges, counts) in enumerate(histograms)

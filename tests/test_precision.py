@@ -84,7 +84,7 @@ def test_a_model_cast_to_a_half_type_logs_every_value(tmp_path: Path, dtype) -> 
     model = small_cnn(dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with hs.init("p", run_name="r", dir=tmp_path) as run:
+        with hs.init("p", run_name="r", logdir=tmp_path) as run:
             run.watch(model, log="all", every=1)
             model(torch.randn(8, 1, 8, 8).to(dtype)).float().pow(2).mean().backward()
     series = read(tmp_path, "r")
@@ -103,7 +103,7 @@ def test_autocast_activations_are_logged_in_their_own_type(tmp_path: Path) -> No
         module.register_forward_hook(lambda m, i, o, name=name: outputs.setdefault(name, o))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with hs.init("p", run_name="r", dir=tmp_path) as run:
+        with hs.init("p", run_name="r", logdir=tmp_path) as run:
             run.watch(model, log="all", every=1, activations=True)
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 loss = model(torch.randn(8, 1, 8, 8)).float().pow(2).mean()
@@ -120,6 +120,6 @@ def test_autocast_activations_are_logged_in_their_own_type(tmp_path: Path) -> No
 def test_a_float8_parameter_is_watched_exactly(tmp_path: Path) -> None:
     model = torch.nn.Module()
     model.scales = torch.nn.Parameter(values_of(FLOAT8[0])[:-1], requires_grad=False)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="parameters", every=1).capture(0)
     assert_logged_exactly(read(tmp_path, "r")["parameters/scales"], model.scales)

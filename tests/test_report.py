@@ -156,7 +156,7 @@ def test_the_modules_are_bundled_into_one_script_without_imports() -> None:
 def test_define_metric_is_stored_beside_the_histograms_and_other_readers_pass_over_it(
     tmp_path: Path,
 ) -> None:
-    with histoscope.init("p", run_name="r", dir=tmp_path) as run:
+    with histoscope.init("p", run_name="r", logdir=tmp_path) as run:
         run.define_metric("grads/*", section="Gradients")
         run.add_histogram("grads/fc", np.arange(10.0), step=0)
         run.define_metric("debug/*", hidden=True)

@@ -25,7 +25,7 @@ WIDEST = "weights/layer05"
 
 def planted(root: Path, runs: tuple[str, ...] = ("base", "changed")) -> Path:
     for run in runs:
-        with hs.init("sweep", run_name=run, dir=str(root)) as logged:
+        with hs.init("sweep", run_name=run, logdir=str(root)) as logged:
             for step in range(3):
                 for i, key in enumerate(KEYS):
                     values = np.random.default_rng(i * 10 + step).normal(0, 0.1 * (i + 1), 2000)

@@ -47,7 +47,7 @@ def assert_logged_like_numpy(
 def test_round_trip_equals_numpy(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     logged = [rng.normal(size=(64, 32)).astype(np.float32) * (s + 1) for s in range(3)]
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         assert run.dir == tmp_path / "p" / "r"
         for step, values in enumerate(logged):
             run.add_histogram("w", values, step=step * 10)
@@ -65,7 +65,7 @@ def test_tensorboard_reads_the_same_buckets(tmp_path: Path) -> None:
     from tensorboard.util import tensor_util
 
     values = np.concatenate([np.zeros(10), np.linspace(-1, 3, 500)])
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("w", values, step=4, bins=20, range=(-2.0, 4.0))
         run.log({"loss": 0.25}, step=4)
     raw = event_file_loader.RawEventFileLoader(str(run.path)).Load()
@@ -89,7 +89,7 @@ def test_tensorboards_event_accumulator_serves_our_bins(tmp_path: Path) -> None:
 
     rng = np.random.default_rng(7)
     logged = [rng.normal(loc=step, size=3000) for step in range(4)]
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         for step, values in enumerate(logged):
             run.add_histogram("w", values, step=step, bins=40)
     accumulator = pea.EventAccumulator(str(run.dir), size_guidance={pea.TENSORS: 0})
@@ -106,7 +106,7 @@ def test_tensorboards_event_accumulator_serves_our_bins(tmp_path: Path) -> None:
 def test_values_changed_in_place_after_the_call_are_not_seen(tmp_path: Path) -> None:
     values = np.arange(1000, dtype=np.float64)
     original = values.copy()
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         for step in range(20):
             run.add_histogram("w", values, step=step)
             values += 1000.0  # as optimizer.step() does
@@ -119,7 +119,7 @@ def test_large_arrays_changed_in_place_reuse_no_logged_copy(tmp_path: Path) -> N
     # Over a MiB, snapshots go through the run's buffer pool: a buffer is only
     # reused once its histogram is binned, so no step sees another's values.
     values = np.linspace(-1.0, 1.0, 400_000)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         for step in range(8):
             run.add_histogram("w", values, step=step)
             values *= 2.0
@@ -144,7 +144,7 @@ def test_large_arrays_changed_in_place_reuse_no_logged_copy(tmp_path: Path) -> N
     ids=["nan-inf", "all-nan", "empty", "bool", "int16", "float16", "uint8-2d", "list", "tuple"],
 )
 def test_every_kind_of_input_is_logged(tmp_path: Path, values) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("w", values, step=0)
     series = read_back(run.dir, "w")
     array = np.asarray(values).ravel()
@@ -155,7 +155,7 @@ def test_bfloat16_numpy_input(tmp_path: Path) -> None:
     import ml_dtypes
 
     values = np.linspace(-3, 3, 301).astype(ml_dtypes.bfloat16)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("w", values, step=0)
     assert_logged_like_numpy(read_back(run.dir, "w"), 0, values.astype(np.float64))
 
@@ -166,7 +166,7 @@ def test_torch_tensors_of_any_dtype(tmp_path: Path) -> None:
     weight = torch.nn.Parameter(torch.randn(40, 30))
     bf16 = torch.randn(1000).to(torch.bfloat16)
     before = weight.detach().clone().numpy().ravel()
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("param", weight, step=0)
         run.add_histogram("bf16", bf16, step=0)
         with torch.no_grad():
@@ -178,7 +178,7 @@ def test_torch_tensors_of_any_dtype(tmp_path: Path) -> None:
 def test_weights_and_range(tmp_path: Path) -> None:
     values = np.array([-5.0, 0.1, 0.2, 0.6, 0.9, 7.0, np.nan])
     weights = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("w", values, step=0, bins=2, range=(0.0, 1.0), weights=weights)
         run.add_histogram("edges", values, step=0, bins=[0.0, 0.5, 2.0, 10.0])
     series = read_back(run.dir, "w")
@@ -191,7 +191,7 @@ def test_weights_and_range(tmp_path: Path) -> None:
 
 
 def test_steps_default_to_one_more_than_the_last(tmp_path: Path) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("a", [1.0])
         run.add_histogram("a", [1.0])
         run.add_histogram("a", [1.0], step=10)
@@ -203,7 +203,7 @@ def test_steps_default_to_one_more_than_the_last(tmp_path: Path) -> None:
 
 def test_log_histograms_and_scalars(tmp_path: Path) -> None:
     samples = np.random.default_rng(1).normal(size=5000)
-    run = hs.init("p", run_name="r", dir=tmp_path)
+    run = hs.init("p", run_name="r", logdir=tmp_path)
     hs.log(
         {"weights": hs.Histogram(samples, bins=64), "loss": 0.31, "acc": np.float32(0.5)}, step=3
     )
@@ -239,18 +239,18 @@ def test_log_histograms_and_scalars(tmp_path: Path) -> None:
 )
 def test_bad_arguments_raise_at_the_call(tmp_path: Path, kwargs, error, match) -> None:
     args = {"key": "w", "values": np.ones(4)} | kwargs
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         with pytest.raises(error, match=match):
             run.add_histogram(args.pop("key"), args.pop("values"), **args)
 
 
 def test_run_names_and_restarts(tmp_path: Path) -> None:
-    first = hs.init("proj", dir=tmp_path)
+    first = hs.init("proj", logdir=tmp_path)
     first.add_histogram("w", [1.0, 2.0], step=0)
     first.add_histogram("w", [1.0, 2.0], step=1)
     first.finish()
     assert first.name.count("-") == 2 and first.dir.parent == tmp_path / "proj"
-    again = hs.init("proj", run_name=first.name, dir=tmp_path)
+    again = hs.init("proj", run_name=first.name, logdir=tmp_path)
     again.add_histogram("w", [5.0, 6.0], step=1)
     again.finish()
     assert len(list(first.dir.iterdir())) == 2
@@ -262,16 +262,16 @@ def test_run_names_and_restarts(tmp_path: Path) -> None:
 def test_bad_run_folders(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(OSError, match="cannot write"):
-        hs.init("p", run_name="r", dir=tmp_path / "file")
+        hs.init("p", run_name="r", logdir=tmp_path / "file")
     with pytest.raises(ValueError, match="run_name"):
-        hs.init("p", run_name="../escape", dir=tmp_path)
+        hs.init("p", run_name="../escape", logdir=tmp_path)
     with pytest.raises(TypeError, match="project"):
         hs.init(None)  # type: ignore[arg-type]
 
 
 def test_exception_in_the_training_loop_still_flushes(tmp_path: Path) -> None:
     with pytest.raises(KeyError):
-        with hs.init("p", run_name="r", dir=tmp_path) as run:
+        with hs.init("p", run_name="r", logdir=tmp_path) as run:
             run.add_histogram("w", np.arange(10.0), step=0)
             raise KeyError("boom")
     assert read_back(run.dir, "w").steps.tolist() == [0]
@@ -282,7 +282,7 @@ CHILD = textwrap.dedent(
     import sys, time, numpy as np, histoscope as hs
     import histoscope.write.writer
     histoscope.write.writer.FLUSH_SECONDS = 0.2
-    run = hs.init("p", run_name="killed", dir=sys.argv[1])
+    run = hs.init("p", run_name="killed", logdir=sys.argv[1])
     rng = np.random.default_rng(0)
     for step in range(100000):
         run.add_histogram("w", rng.normal(size=2000), step=step)
@@ -317,7 +317,7 @@ FULL_DISK_CHILD = textwrap.dedent(
     import resource, signal, sys, numpy as np, histoscope as hs
     import histoscope.write.writer
     histoscope.write.writer.FLUSH_SECONDS = 0.05
-    run = hs.init("p", run_name="full", dir=sys.argv[1])
+    run = hs.init("p", run_name="full", logdir=sys.argv[1])
     # Files may not grow past 64 KiB from here on: the disk is "full".
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
@@ -349,7 +349,7 @@ def test_an_uncaught_exception_still_flushes_at_exit(tmp_path: Path) -> None:
     child = textwrap.dedent(
         """
         import sys, numpy as np, histoscope as hs
-        run = hs.init("p", run_name="crashed", dir=sys.argv[1])
+        run = hs.init("p", run_name="crashed", logdir=sys.argv[1])
         for step in range(5):
             run.add_histogram("w", np.arange(100.0), step=step)
         raise RuntimeError("the training loop failed")
@@ -396,7 +396,7 @@ def wait_until(condition, thread: threading.Thread | None = None) -> None:
 def test_add_histogram_waits_for_a_slow_writer_at_the_bound(tmp_path: Path) -> None:
     gate = threading.Event()
     values = np.ones(MB // 8)  # 1 MiB each
-    run = hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=3 * MB)
+    run = hs.init("p", run_name="r", logdir=tmp_path, max_pending_bytes=3 * MB)
     run.log({"gate": gated_histogram(gate)}, step=0)
     for step in range(3):
         run.add_histogram("x", values, step=step)
@@ -416,7 +416,7 @@ def test_add_histogram_waits_for_a_slow_writer_at_the_bound(tmp_path: Path) -> N
 def test_on_full_drop_drops_counts_and_warns_once(tmp_path: Path) -> None:
     gate = threading.Event()
     values = np.ones(MB // 8)
-    run = hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=2 * MB, on_full="drop")
+    run = hs.init("p", run_name="r", logdir=tmp_path, max_pending_bytes=2 * MB, on_full="drop")
     run.log({"gate": gated_histogram(gate)}, step=0)
     run.add_histogram("x", values, step=0)
     run.add_histogram("x", values, step=1)
@@ -435,7 +435,7 @@ def test_on_full_drop_drops_counts_and_warns_once(tmp_path: Path) -> None:
 
 
 def test_one_histogram_larger_than_the_bound_still_goes_through(tmp_path: Path) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=1000) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path, max_pending_bytes=1000) as run:
         for step in range(3):
             run.add_histogram("big", np.arange(10_000.0), step=step)
     assert read_back(run.dir, "big").steps.tolist() == [0, 1, 2]
@@ -443,7 +443,7 @@ def test_one_histogram_larger_than_the_bound_still_goes_through(tmp_path: Path) 
 
 def test_finish_gives_up_on_a_stuck_writer_and_says_what_was_not_written(tmp_path: Path) -> None:
     gate = threading.Event()
-    run = hs.init("p", run_name="r", dir=tmp_path)
+    run = hs.init("p", run_name="r", logdir=tmp_path)
     run.log({"gate": gated_histogram(gate)}, step=0)
     run.add_histogram("x", np.arange(10.0), step=0)
     run.log({"loss": 0.5}, step=0)
@@ -460,7 +460,7 @@ def test_finish_gives_up_on_a_stuck_writer_and_says_what_was_not_written(tmp_pat
 def test_finish_and_flush_do_not_hang_on_a_dead_writer(tmp_path: Path) -> None:
     gate = threading.Event()
     gate.set()
-    run = hs.init("p", run_name="r", dir=tmp_path, max_pending_bytes=MB)
+    run = hs.init("p", run_name="r", logdir=tmp_path, max_pending_bytes=MB)
     run.add_histogram("before", np.arange(10.0), step=0)
     run.flush()
     run.log({"boom": gated_histogram(gate, SystemExit("writer killed"))}, step=0)
@@ -488,4 +488,4 @@ def test_finish_and_flush_do_not_hang_on_a_dead_writer(tmp_path: Path) -> None:
 )
 def test_bad_bound_arguments_are_named(tmp_path: Path, kwargs, error, message) -> None:
     with pytest.raises(error, match=message):
-        hs.init("p", run_name="r", dir=tmp_path, **kwargs)
+        hs.init("p", run_name="r", logdir=tmp_path, **kwargs)

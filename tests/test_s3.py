@@ -150,7 +150,7 @@ def _write_planted(root: Path) -> Path:
     weights that turn NaN (run3)."""
     rng = np.random.default_rng(3)
     for r in range(4):
-        with histoscope.init("planted", f"run{r}", dir=root) as run:
+        with histoscope.init("planted", f"run{r}", logdir=root) as run:
             for step in range(20):
                 for layer in range(3):
                     scale = 1e-9 if (r == 1 and layer == 0) else 1e-2

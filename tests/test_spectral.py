@@ -172,7 +172,7 @@ def test_what_has_no_spectrum_is_refused_by_name() -> None:
 
 def test_log_spectrum_writes_the_histogram_and_its_figures(tmp_path: Path) -> None:
     w = power_law_matrix(3.0, 200, 100)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         found = run.log_spectrum("fc.weight", w, step=3)
     series = hs.load_histograms(run.path)["spectrum/fc.weight"]["."]
     assert series.steps.tolist() == [3]
@@ -217,7 +217,7 @@ def test_a_real_training_logs_the_spectra_of_its_weights_at_their_steps(tmp_path
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     seen: dict[int, dict[str, torch.Tensor]] = {}
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         watch = run.watch(model, log="parameters", every=4, spectral=True, spectral_every=6)
         for step in range(13):
             x = torch.randn(16, 3, 8, 8)
@@ -260,7 +260,7 @@ def test_a_matrix_with_no_spectrum_costs_only_its_own(tmp_path: Path) -> None:
     # With no optimizer step, the backward pass is captured once the watch knows none comes:
     # at the next backward pass, or here at finish.
     with pytest.warns(UnloggedWarning, match="spectrum/0.weight: every singular value is 0"):
-        with hs.init("p", run_name="r", dir=tmp_path) as run:
+        with hs.init("p", run_name="r", logdir=tmp_path) as run:
             run.watch(model, log="parameters", every=1, spectral=True)
             model(torch.randn(3, 4)).sum().backward()
     assert "spectrum/1.weight" in hs.load_histograms(run.path)
@@ -277,7 +277,7 @@ SHARDED = textwrap.dedent(
     mesh = init_device_mesh("cpu", (1,))
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     fully_shard(model, mesh=mesh)
-    run = hs.init("p", run_name="r", dir=sys.argv[1])
+    run = hs.init("p", run_name="r", logdir=sys.argv[1])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         watch = run.watch(model, log="parameters", every=1, spectral=True)
@@ -329,7 +329,7 @@ def test_diagnose_reads_alpha_outside_weightwatchers_band_as_info_only(tmp_path:
     # A layer whose spectrum stays random-like (α far above 6) and a heavy-tailed one.
     random_like = np.random.default_rng(4).normal(size=(300, 100))
     heavy = power_law_matrix(3.0, 300, 100)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         for step in range(3):
             run.log_spectrum("random.weight", random_like * (1 + step), step=step)
             run.log_spectrum("heavy.weight", heavy * 10.0**step, step=step)
@@ -350,14 +350,14 @@ def test_diagnose_reads_alpha_outside_weightwatchers_band_as_info_only(tmp_path:
 
 def test_a_trainer_cannot_be_told_to_stop_on_spectral_findings(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="never a reason to stop training"):
-        hs.init("p", run_name="r", dir=tmp_path, stop_on=["spectral"])
+        hs.init("p", run_name="r", logdir=tmp_path, stop_on=["spectral"])
 
 
 def test_while_it_trains_a_spectral_finding_is_held_and_raises_no_alert(tmp_path: Path) -> None:
     random_like = np.random.default_rng(4).normal(size=(300, 100))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an info raises no HistoscopeAlert
-        with hs.init("p", run_name="r", dir=tmp_path, alerts="raise") as run:
+        with hs.init("p", run_name="r", logdir=tmp_path, alerts="raise") as run:
             for step in range(3):
                 run.log_spectrum("random.weight", random_like, step=step)
                 run.log({"loss": 1.0 / (step + 1)}, step=step)

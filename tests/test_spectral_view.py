@@ -32,7 +32,7 @@ def heavy(step: int) -> np.ndarray:
 def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("spectral")
     for name in ("base", "other"):
-        with hs.init("p", run_name=name, dir=root) as run:
+        with hs.init("p", run_name=name, logdir=root) as run:
             scale = 2 if name == "other" else 1
             for step in STEPS:
                 run.log_spectrum("fc.weight", heavy(step) * scale, step=step)
@@ -84,7 +84,7 @@ def test_a_growing_file_is_followed_and_a_step_going_back_drops_the_later_values
     tmp_path: Path,
 ) -> None:
     trends = SpectralTrends(str(tmp_path), refresh_seconds=0.0)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.log_spectrum("w", heavy(0), step=0)
         run.log_spectrum("w", heavy(1), step=5)
         run.flush()

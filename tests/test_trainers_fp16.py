@@ -108,7 +108,7 @@ def test_accelerate_fp16_with_accumulation(tmp_path: Path, clip: bool) -> None:
     unscaled = Unscaled(accelerator.scaler, model, lambda: attempts[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error", hs.HistoscopeAlert)
-        with hs.init("acc", run_name="r", dir=tmp_path) as run:
+        with hs.init("acc", run_name="r", logdir=tmp_path) as run:
             run.watch(model, every=1, bins=BINS)
             for i in range(80):
                 with accelerator.accumulate(model):

@@ -38,7 +38,7 @@ def many_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     logdir = tmp_path_factory.mktemp("many_runs")
     rng = np.random.default_rng(7)
     for number in range(5):
-        with histoscope.init("sweep", run_name=f"lr{number}", dir=logdir) as run:
+        with histoscope.init("sweep", run_name=f"lr{number}", logdir=logdir) as run:
             for step in range(40):
                 for key in range(6):
                     values = rng.normal(number, 1 + step / 40, size=2000)
@@ -151,11 +151,11 @@ def _write_split_run(root: Path) -> Path:
     """Runs ``a``, its steps in two events files, and ``b``, each about 1 MB a file."""
     rng = np.random.default_rng(3)
     for run_name, folder, steps in [("a", "logs", range(20)), ("a", "later", range(20, 40))]:
-        with histoscope.init(folder, run_name=run_name, dir=root) as run:
+        with histoscope.init(folder, run_name=run_name, logdir=root) as run:
             for step in steps:
                 for key in range(3):
                     run.add_histogram(f"k{key}", rng.normal(size=3000), step=step, bins=512)
-    with histoscope.init("logs", run_name="b", dir=root) as run:
+    with histoscope.init("logs", run_name="b", logdir=root) as run:
         for step in range(40):
             run.add_histogram("k0", rng.normal(size=3000), step=step, bins=512)
     [later] = (root / "later" / "a").glob("*tfevents*")
@@ -224,7 +224,7 @@ def test_runs_the_page_does_not_show_at_first_are_indexed_after_those_it_does(
 ) -> None:
     shown = site.FIRST_SHOWN
     for r in range(shown + 3):
-        with histoscope.init("p", run_name=f"run{r:02d}", dir=tmp_path) as run:
+        with histoscope.init("p", run_name=f"run{r:02d}", logdir=tmp_path) as run:
             for step in range(5):
                 run.add_histogram("w", np.random.default_rng(step).normal(size=200), step=step)
     served = site.Site(str(tmp_path / "p"), refresh_seconds=3600.0)

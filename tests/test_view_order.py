@@ -29,7 +29,7 @@ WIDEST = "weights/layer07"
 def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("order")
     for run in ("base", "changed"):
-        with hs.init("sweep", run_name=run, dir=str(root)) as logged:
+        with hs.init("sweep", run_name=run, logdir=str(root)) as logged:
             for step in range(3):
                 for i, key in enumerate(KEYS):
                     values = np.random.default_rng(i * 10 + step).normal(0, 0.1 * (i + 1), 2000)

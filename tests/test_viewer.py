@@ -28,7 +28,7 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 import histoscope
 from histoscope.errors import RequestError
-from histoscope.view import answers, viewer
+from histoscope.view import answers, site
 from histoscope.view.follow import LogdirIndex
 from histoscope.view.page import MODULES
 from histoscope.view.refreshed import Findings
@@ -832,10 +832,10 @@ def test_reading_notes_are_shown_announced_once_and_pass_axe(
 def test_a_wildcard_address_allows_the_machines_own_names_and_loopback_only() -> None:
     import socket
 
-    hosts = viewer.allowed_hosts("0.0.0.0")
+    hosts = site.allowed_hosts("0.0.0.0")
     assert {"localhost", "127.0.0.1", socket.gethostname()} <= set(hosts)
     assert "*" not in hosts and "evil.example" not in hosts
-    assert viewer.allowed_hosts("192.0.2.7") == sorted(
+    assert site.allowed_hosts("192.0.2.7") == sorted(
         {"localhost", "127.0.0.1", "::1", "[::1]", "192.0.2.7"}
     )
 

@@ -31,7 +31,7 @@ import tempfile, threading, time
 import numpy as np
 import histoscope as hs
 
-run = hs.init("voila", run_name="live", dir=tempfile.mkdtemp())
+run = hs.init("voila", run_name="live", logdir=tempfile.mkdtemp())
 
 def log(steps):
     for step in steps:

@@ -78,7 +78,7 @@ NAMES = ["0.weight", "0.bias", "3.weight", "3.bias"]
 )
 def test_keys_and_steps_for_each_log_setting(tmp_path: Path, log: str, prefixes) -> None:
     model = small_cnn()
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         watch = run.watch(model, log=log, every=3)
         train(model, 7, run)
     series = read(run)
@@ -106,7 +106,7 @@ def test_logged_values_are_those_before_the_optimizer_step(tmp_path: Path, make_
     model = make_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     seen: list[dict[str, hs.Histogram]] = []
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="all", every=1, bins=16)
         for i in range(3):
             x, y = batch(i)
@@ -144,7 +144,7 @@ def test_activations_are_copied_before_an_inplace_layer(tmp_path: Path) -> None:
     x = torch.randn(32, 5)
     with torch.no_grad():
         expected = hs.Histogram(model[0](x), bins=64)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="gradients", every=2, activations=True)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
         for _ in range(3):
@@ -169,7 +169,7 @@ def test_activations_are_copied_before_an_inplace_layer(tmp_path: Path) -> None:
 )
 def test_filter_by_regex_or_function(tmp_path: Path, filter) -> None:
     model = small_cnn()
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="all", every=1, filter=filter)
         train(model, 2)
     keys = set(read(run))
@@ -188,7 +188,7 @@ def test_frozen_parameters_are_logged_as_parameters_only(tmp_path: Path) -> None
     model = small_cnn()
     for p in model[0].parameters():
         p.requires_grad_(False)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="all", every=1)
         train(model, 2)
     keys = set(read(run))
@@ -201,7 +201,7 @@ def test_frozen_parameters_are_logged_as_parameters_only(tmp_path: Path) -> None
 
 def test_a_fully_frozen_model_counts_its_training_forward_passes(tmp_path: Path) -> None:
     model = small_cnn().requires_grad_(False)
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="parameters", every=2)
         for i in range(5):
             model(batch(i)[0])
@@ -211,7 +211,7 @@ def test_a_fully_frozen_model_counts_its_training_forward_passes(tmp_path: Path)
 def test_unwatch_removes_every_hook(tmp_path: Path) -> None:
     model = small_cnn()
     hooks_before = [len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()]
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="all", every=1, activations=True)
         train(model, 2)
         run.unwatch(model)
@@ -224,7 +224,7 @@ def test_unwatch_removes_every_hook(tmp_path: Path) -> None:
 
 def test_finish_unwatches(tmp_path: Path) -> None:
     model = small_cnn()
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         watch = run.watch(model, every=1)
     train(model, 2)  # no error about a finished run: the hooks are gone
     assert not watch.active
@@ -233,7 +233,7 @@ def test_finish_unwatches(tmp_path: Path) -> None:
 
 def test_data_parallel_names_are_unwrapped(tmp_path: Path) -> None:
     model = small_cnn()
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(torch.nn.DataParallel(model), every=1)
         train(torch.nn.DataParallel(model), 1)
         run.unwatch(torch.nn.DataParallel(model))
@@ -244,7 +244,7 @@ def test_own_steps_with_gradient_accumulation(tmp_path: Path) -> None:
     model = small_cnn()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     global_step = 0
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, every=2, step=lambda: global_step)
         for i in range(12):
             x, y = batch(i)
@@ -259,7 +259,7 @@ def test_own_steps_with_gradient_accumulation(tmp_path: Path) -> None:
 
 def test_histoscope_watch_uses_the_current_run(tmp_path: Path) -> None:
     model = small_cnn()
-    run = hs.init("p", run_name="r", dir=tmp_path)
+    run = hs.init("p", run_name="r", logdir=tmp_path)
     watch = hs.watch(model, log="parameters", every=1)
     assert watch.run is run
     train(model, 1)
@@ -282,7 +282,7 @@ def test_histoscope_watch_uses_the_current_run(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments_are_named(tmp_path: Path, kwargs, error, message) -> None:
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         with pytest.raises(error, match=message):
             run.watch(small_cnn(), **kwargs)
         with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
@@ -293,7 +293,7 @@ def test_a_tensor_that_cannot_be_binned_is_named_once_and_only_it_is_lost(tmp_pa
     model = torch.nn.Linear(2, 1).double()
     with torch.no_grad():
         model.weight.copy_(torch.tensor([[-1.7e308, 1.7e308]], dtype=torch.float64))
-    with hs.init("p", run_name="r", dir=tmp_path) as run:
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="parameters", every=1)
         with pytest.warns(hs.HistoscopeWarning, match="step 0: parameters/weight: range must be"):
             model(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
@@ -308,7 +308,7 @@ def test_a_tensor_that_cannot_be_binned_is_named_once_and_only_it_is_lost(tmp_pa
 def run_rank(rank: int, world: int, init_file: str, logdir: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     model = torch.nn.parallel.DistributedDataParallel(small_cnn())
-    with hs.init("p", run_name=f"rank{rank}", dir=logdir) as run:
+    with hs.init("p", run_name=f"rank{rank}", logdir=logdir) as run:
         run.watch(model, log="all", every=1)
         train(model, 2)
     dist.destroy_process_group()

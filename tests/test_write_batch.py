@@ -62,10 +62,10 @@ def test_a_batch_of_binned_histograms_and_its_join_keep_order_and_counts():
 def test_log_batch_writes_each_key_as_its_histogram(tmp_path):
     values = [np.random.default_rng(0).normal(size=500), np.arange(12.0)]
     batch = _core.bin_batch(values, 8)
-    with hs.init("batch", run_name="r", dir=tmp_path) as run:
-        run.log_batch(["w/a", "w/b"], batch, step=3)
+    with hs.init("batch", run_name="r", logdir=tmp_path) as run:
+        run._log_batch(["w/a", "w/b"], batch, step=3)
         with pytest.raises(ValueError, match="2 keys for 1 histograms"):
-            run.log_batch(["x", "y"], _core.bin_batch([np.ones(2)], 2), step=0)
+            run._log_batch(["x", "y"], _core.bin_batch([np.ones(2)], 2), step=0)
     for key, array in zip(["w/a", "w/b"], values):
         series = _read(run.path, key)
         assert series.steps.tolist() == [3]
@@ -84,7 +84,7 @@ def test_the_core_refuses_a_step_whose_tags_do_not_match_and_writes_nothing(tmp_
 def test_watch_writes_what_the_histograms_of_its_tensors_hold(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
-    with hs.init("watch", run_name="r", dir=tmp_path) as run:
+    with hs.init("watch", run_name="r", logdir=tmp_path) as run:
         run.watch(model, log="all", every=1, bins=12)
         model(torch.randn(5, 6)).sum().backward()
         expected = {
@@ -117,7 +117,7 @@ def test_add_histogram_writes_what_a_histogram_holds(tmp_path_factory, values, b
     weights = np.linspace(0.5, 2.0, len(values)) if weighted else None
     expected = hs.Histogram(values, bins=bins, weights=weights)
     path = tmp_path_factory.mktemp("add")
-    with hs.init("add", run_name="r", dir=path) as run:
+    with hs.init("add", run_name="r", logdir=path) as run:
         run.add_histogram("h", values, step=0, bins=bins, weights=weights)
     series = _read(run.path, "h")
     np.testing.assert_array_equal(series.buckets[0], _rows(expected))
@@ -128,7 +128,7 @@ def test_add_histogram_writes_what_a_histogram_holds(tmp_path_factory, values, b
 def test_add_histogram_with_edges_a_range_and_half_floats(tmp_path):
     values = np.linspace(-2, 2, 101).astype(np.float16)
     edges = np.array([-1.0, 0.0, 0.5, 3.0])
-    with hs.init("add", run_name="r", dir=tmp_path) as run:
+    with hs.init("add", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("edges", values, step=0, bins=edges)
         run.add_histogram("range", values, step=0, bins=4, range=(-1.0, 1.0))
     for key, expected in (
@@ -166,7 +166,7 @@ def test_a_snapshot_on_a_device_is_binned_there_and_written(monkeypatch, tmp_pat
     kernel = writer.bin_on_device
     monkeypatch.setattr(writer, "bin_on_device", lambda *a: calls.append(a) or kernel(*a))
     values = torch.linspace(-3, 3, 301)
-    with hs.init("device", run_name="r", dir=tmp_path) as run:
+    with hs.init("device", run_name="r", logdir=tmp_path) as run:
         run.add_histogram("h", values, step=0, bins=6, range=(-2.0, 2.0))
     expected = hs.Histogram(values, bins=6, range=(-2.0, 2.0))
     series = _read(run.path, "h")

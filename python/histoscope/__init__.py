@@ -5,7 +5,7 @@ Example:
     >>> import numpy as np
     >>> import histoscope
     >>> logs = tempfile.TemporaryDirectory()
-    >>> with histoscope.init("demo", run_name="train", dir=logs.name) as run:
+    >>> with histoscope.init("demo", run_name="train", logdir=logs.name) as run:
     ...     for step in range(5):
     ...         weights = np.random.default_rng(step).normal(size=1000)
     ...         run.add_histogram("weights", weights, step=step)
@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 try:
     from . import _core  # noqa: F401
 except ImportError as error:  # pragma: no cover - only without a built extension
@@ -27,6 +29,7 @@ except ImportError as error:  # pragma: no cover - only without a built extensio
         "(or `maturin develop`) from a source checkout, which builds it with Rust"
     ) from error
 
+from ._deprecated import module_aliases
 from .compare import Comparison, KeyDistance, compare
 from .diagnose import Finding, diagnose
 from .errors import DamagedFileWarning, HistoscopeAlert, HistoscopeWarning, TrainingProblem
@@ -40,10 +43,9 @@ from .read import (
     to_pandas,
 )
 from .view import render, save_html
-from .write import Alert, Histogram, Run, Spectrum, finish, init, log, log_tree, spectrum, watch
+from .write import Histogram, Run, Spectrum, finish, init, log, log_tree, spectrum, watch
 
 __all__ = [
-    "Alert",
     "Comparison",
     "DamagedFileWarning",
     "Finding",
@@ -74,11 +76,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> str:
+#: Names before 1.0 (see docs/vocabulary.md): each warns and gives the new one.
+_OLD_NAMES = {"Alert": ("histoscope.Finding", lambda: Finding)}
+_old_name = module_aliases("histoscope", _OLD_NAMES)
+
+
+def __getattr__(name: str) -> Any:
     # The version is written once, in Cargo.toml; the installed metadata carries it.
     # Reading it imports importlib.metadata (15-40 ms), so only on first use.
     if name == "__version__":
         from importlib.metadata import version
 
         return version("histoscope")
-    raise AttributeError(f"module 'histoscope' has no attribute {name!r}")
+    return _old_name(name)

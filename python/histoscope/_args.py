@@ -31,31 +31,6 @@ import numpy as np
 from . import _core
 from .errors import NotWholeNumberError
 
-__all__ = [
-    "DEFAULT_CACHE_MB",
-    "MIN_TOKEN_LENGTH",
-    "TOKEN_CHARACTERS",
-    "Bins",
-    "bin_count",
-    "bins_or_edges",
-    "cache_megabytes",
-    "flag",
-    "folder_name",
-    "host_name",
-    "is_tensor",
-    "key",
-    "logdir_path",
-    "names",
-    "one_of",
-    "seconds",
-    "text_path",
-    "token",
-    "usable_weights",
-    "value_range",
-    "wall_time",
-    "whole_number",
-]
-
 Bins = Union[int, np.ndarray]
 """What `bins_or_edges` returns: a number of equal bins, or read-only float64 edges."""
 

@@ -13,8 +13,6 @@ from typing import Any, TextIO
 from . import __version__, _args, _core
 from .view.access import ENVIRONMENT_VARIABLE, chosen_token
 
-__all__ = ["main"]
-
 
 def _ls(args: argparse.Namespace) -> int:
     """Lists the runs, tags and steps of a log directory, and what was skipped."""

@@ -16,7 +16,7 @@ Example:
     >>> logs = tempfile.TemporaryDirectory()
     >>> rng = np.random.default_rng(0)
     >>> for name, scale in (("base", 1.0), ("tuned", 3.0)):
-    ...     with hs.init("sweep", run_name=name, dir=logs.name) as run:
+    ...     with hs.init("sweep", run_name=name, logdir=logs.name) as run:
     ...         run.add_histogram("fc1", rng.normal(size=5000), step=0)
     ...         run.add_histogram("fc2", rng.normal(size=5000) * scale, step=0)
     >>> table = compare(logs.name, a="sweep/base", b="sweep/tuned")
@@ -35,8 +35,6 @@ from typing import Any
 
 from . import _core
 from .read.series import HistogramSeries
-
-__all__ = ["Comparison", "KeyDistance", "compare"]
 
 #: How much of an events file one read decodes while indexing (the viewer's segment).
 _SEGMENT_BYTES = 4 << 20

@@ -20,8 +20,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-__all__ = ["run_demo"]
-
 _PROJECT = "demo"
 _RUNS = {"lr-0.3": 0.3, "lr-0.03": 0.03}
 _CLASSES, _HIDDEN, _BATCH, _EVERY = 3, 256, 128, 5
@@ -54,7 +52,7 @@ def run_demo(
     inputs, labels = _spiral(np.random.default_rng(0))
     train = _train_torch if _has_torch() else _train_numpy
     for name, learning_rate in _RUNS.items():
-        with histoscope.init(_PROJECT, run_name=name, dir=out / "logs") as run:
+        with histoscope.init(_PROJECT, run_name=name, logdir=out / "logs") as run:
             loss = train(run, inputs, labels, learning_rate, steps, spectral)
         print(f"trained {name}: {steps} steps, final loss {loss:.3f}", file=stream)
     print(f"logged histograms under {logdir}", file=stream)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._deprecated import renamed_keywords, warn_renamed
+
 __all__ = [
     "DamagedFileWarning",
     "DroppedHistogramWarning",
@@ -70,26 +72,40 @@ class UnwrittenWarning(HistoscopeWarning):
     """`Run.finish` ran out of time, or the writer stopped, before everything was written."""
 
 
-class HistoscopeAlert(HistoscopeWarning):
-    """A run's live diagnosis found a problem while it trains (``init(alerts="warn")``): the
-    message names the key, the kind, the step and the evidence; ``alert`` holds them all."""
+class _CarriesFinding:
+    """A warning or an exception about one problem: ``finding`` holds its record, the
+    `histoscope.Finding` (``alert``, its name before 1.0, warns for one release)."""
 
-    def __init__(self, message: str, alert: Any = None) -> None:
+    finding: Any
+
+    @property
+    def alert(self) -> Any:
+        warn_renamed(f"{type(self).__name__}.alert", f"{type(self).__name__}.finding")
+        return self.finding
+
+
+class HistoscopeAlert(_CarriesFinding, HistoscopeWarning):
+    """A run's live diagnosis found a problem while it trains (``init(alerts="warn")``): the
+    message names the key, the kind, the step and the evidence; ``finding`` holds them all."""
+
+    @renamed_keywords(alert="finding")
+    def __init__(self, message: str, finding: Any = None) -> None:
         super().__init__(message)
-        self.alert = alert
+        self.finding = finding
 
 
 class HistoscopeError(Exception):
     """An error of histoscope's own (argument errors are Python's own classes)."""
 
 
-class TrainingProblem(HistoscopeError, RuntimeError):
+class TrainingProblem(_CarriesFinding, HistoscopeError, RuntimeError):
     """A finding of a kind the run was told to stop on (``alerts="raise"``, ``stop_on=``),
-    raised in the training thread at its next call into the run; ``alert`` holds the finding."""
+    raised in the training thread at its next call into the run; ``finding`` holds it."""
 
-    def __init__(self, message: str, alert: Any = None) -> None:
+    @renamed_keywords(alert="finding")
+    def __init__(self, message: str, finding: Any = None) -> None:
         super().__init__(message)
-        self.alert = alert
+        self.finding = finding
 
 
 class NotWholeNumberError(HistoscopeError, TypeError, ValueError):

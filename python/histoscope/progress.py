@@ -26,8 +26,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TextIO, TypeVar
 
-__all__ = ["Counted", "Progress", "each_counted"]
-
 _WIDTH = 30
 
 

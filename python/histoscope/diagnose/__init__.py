@@ -22,11 +22,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TextIO, Union
 
 from .. import _args, _core
+from .._deprecated import warn_renamed
 from ..progress import each_counted
 from ..read.reader import HistogramSeries, _warn_reports
 from ..read.storage import core_logdirs, resolve_logdirs
-
-__all__ = ["KINDS", "ROLES", "SEVERITIES", "Diagnosis", "Finding", "diagnose", "diagnose_runs"]
 
 #: The kinds of finding, in the order the rules run.
 KINDS: tuple[str, ...] = tuple(_core.KINDS)
@@ -42,15 +41,20 @@ Source = Union[PathLike, Sequence[PathLike], Loaded, HistogramSeries, Iterable[H
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem found in one series (a key of a run), from ``first_step`` to ``last_step``.
+    """One problem found in one series (a key of a run), from ``first_step`` to ``last_step``:
+    histoscope's one record of a problem, whether `diagnose` read it from the files or a
+    run's live diagnosis alerted it while training.
 
     ``severity`` is ``"info"`` (worth knowing, harmless), ``"warning"`` or
     ``"error"`` (training is broken); ``evidence`` holds the numbers that
-    triggered the rule; ``message`` says what was seen and what to do.
+    triggered the rule; ``message`` says what was seen and what to do. ``step``
+    is set on an alert only (see `histoscope.init`'s ``alerts``): the last step
+    written when the live rules first gave it, the data up to which `diagnose`
+    would have judged so; None for a finding read from the files.
 
     Example:
         >>> import tempfile, numpy as np, histoscope
-        >>> with histoscope.init("demo", dir=tempfile.mkdtemp()) as run:
+        >>> with histoscope.init("demo", logdir=tempfile.mkdtemp()) as run:
         ...     for step in range(10):
         ...         acts = np.maximum(np.random.default_rng(step).normal(size=1000) - 6, 0)
         ...         run.add_histogram("activations/relu", acts, step=step)
@@ -68,11 +72,33 @@ class Finding:
     evidence: dict[str, float] = field(hash=False)
     message: str
     role: str = "other"
+    step: int | None = None
 
     @classmethod
-    def _of(cls, record: _core.FindingRecord) -> Finding:
-        values = {f.name: getattr(record, f.name) for f in fields(cls)}
-        return cls(**{**values, "evidence": dict(record.evidence)})
+    def _of(cls, record: _core.FindingRecord, step: int | None = None) -> Finding:
+        values = {f.name: getattr(record, f.name) for f in fields(cls) if f.name != "step"}
+        return cls(**{**values, "evidence": dict(record.evidence)}, step=step)
+
+    @classmethod
+    def _alerted(cls, record: _core.AlertRecord) -> Finding:
+        """An alert of a run's live diagnosis: its finding, at the step it was found."""
+        return cls._of(record.finding, step=record.step)
+
+    def describe(self) -> str:
+        """One line: what was found where (at which step, for an alert), the evidence and
+        what to do; an alert's warning and `TrainingProblem` say this."""
+        evidence = ", ".join(f"{name}={value:.3g}" for name, value in self.evidence.items())
+        at = "" if self.step is None else f"histoscope alert at step {self.step}: "
+        return (
+            f"{at}{self.kind} ({self.severity}) in {self.run}/{self.key} "
+            f"from step {self.first_step} [{evidence}]: {self.message}"
+        )
+
+    @property
+    def finding(self) -> Finding:
+        """Deprecated: an alert was a step and a finding; it is the `Finding` itself now."""
+        warn_renamed("Alert.finding", "the alert itself, a Finding")
+        return self
 
     @property
     def level(self) -> int:
@@ -98,6 +124,7 @@ class Finding:
             "severity": self.severity,
             "evidence": {k: (v if math.isfinite(v) else None) for k, v in self.evidence.items()},
             "message": self.message,
+            **({} if self.step is None else {"step": self.step}),
         }
 
 

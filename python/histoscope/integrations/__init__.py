@@ -7,5 +7,3 @@ imports a trainer it does not need:
 - `histoscope.integrations.transformers.HistoscopeCallback` for Hugging Face's ``Trainer``;
 - `histoscope.integrations.keras.HistoscopeCallback` for Keras 3's ``model.fit``.
 """
-
-__all__: list[str] = []

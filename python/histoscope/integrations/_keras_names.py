@@ -22,8 +22,6 @@ import keras
 
 from ..write.options import WatchOptions
 
-__all__ = ["named_layers", "named_weights"]
-
 
 def named_weights(model: Any, options: WatchOptions) -> list[tuple[str, Any]]:
     """``(name, variable)`` for the model's floating-point weights that the filter keeps."""

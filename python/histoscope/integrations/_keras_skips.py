@@ -37,8 +37,6 @@ from typing import Any
 
 from ..write.optimizer_steps import LOSS_SCALE_KEY, SKIPPED_KEY
 
-__all__ = ["ScaledSteps", "loss_scale_optimizer", "skipped_before"]
-
 Write = Callable[[int, dict[str, Any]], None]
 """Where settled values go: ``write(step, {key: Histogram or number})``."""
 

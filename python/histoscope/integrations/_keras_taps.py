@@ -48,8 +48,6 @@ import numpy as np
 from ._keras_skips import ScaledSteps
 from ._tf_records import histogram_of_record, record_width, records
 
-__all__ = ["JaxTap", "TensorFlowTap", "TorchTap"]
-
 Deliver = Callable[[int, dict[str, Any]], None]
 """Where a tap hands a logging step's values: ``deliver(step, {key: array or Histogram})``."""
 

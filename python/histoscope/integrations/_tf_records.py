@@ -26,8 +26,6 @@ import numpy as np
 from .. import _core
 from ..write.histogram import Histogram
 
-__all__ = ["CHUNK_VALUES", "histogram_of_record", "record_width", "records"]
-
 CHUNK_VALUES = 1 << 25
 """The most values `records` joins in one pass (a larger tensor is a pass of its own)."""
 

@@ -19,18 +19,18 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import _args
-from ..write.alerts import Alert, AlertPolicy, stops_training
+from ..diagnose import Finding
+from ..write.alerts import AlertPolicy, stops_training
 from ..write.optimizer_steps import UnscaleHook, loss_scale, unscale_once
 from ..write.options import DEFAULT_BINS, Filter, WatchOptions
 from ..write.run import Run
 from ..write.session import init
+from ..write.sinks import NO_SINK
 from ..write.step_capture import log_loss_scale, trainer_step
-from ..write.watch import NO_SINK, Watch, writes_here
+from ..write.watch import Watch, writes_here
 
 if TYPE_CHECKING:
     import torch
-
-__all__ = ["Watching", "WatchingCallback", "any_rank"]
 
 _log = logging.getLogger("histoscope")
 
@@ -56,7 +56,7 @@ class Watching:
         self.owns_run = False
         self.stop_on = None if stop_on is None else AlertPolicy("raise", stop_on).stops_on
         #: The first alert of a kind in ``stop_on``, on the rank that writes.
-        self.problem: Alert | None = None
+        self.problem: Finding | None = None
         self._listened: Run | None = None
         self.captured = False
         self._unscale_hook: UnscaleHook | None = None
@@ -85,7 +85,7 @@ class Watching:
             self.watch = Watch(NO_SINK, model, options, backward_hooks=False)
             return
         if self.run is None:
-            self.run, self.owns_run = init(self.project, dir=dir), True
+            self.run, self.owns_run = init(self.project, logdir=dir), True
         self.listen()
         self.watch = Watch(self.run, model, options, backward_hooks=False)
 
@@ -141,7 +141,7 @@ class Watching:
             self.captured = True
             log_loss_scale(self.watch, loss_scale(scaler), step)
 
-    def _noted(self, alert: Alert) -> None:
+    def _noted(self, alert: Finding) -> None:
         if self.problem is None and self.stop_on is not None:
             if stops_training(alert, self.stop_on):
                 self.problem = alert

@@ -103,7 +103,7 @@ class HistoscopeCallback(WatchingCallback, keras.callbacks.Callback):  # type: i
         >>> from histoscope.integrations.keras import HistoscopeCallback
         >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
         >>> model.compile(optimizer="sgd", loss="mse")
-        >>> run = hs.init("keras", dir=tempfile.mkdtemp())
+        >>> run = hs.init("keras", logdir=tempfile.mkdtemp())
         >>> x, y = np.ones((32, 4), "float32"), np.zeros((32, 2), "float32")
         >>> history = model.fit(x, y, batch_size=8, verbose=0,
         ...                     callbacks=[HistoscopeCallback(run, log="all", every=2)])

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from ..write.run import Run
     from .live_widget import Widget
 
-__all__ = ["Shown", "in_marimo", "show", "static_view", "widget"]
-
 #: What a widget can show: a run, a log directory or URL, or series already loaded.
 Shown = Union["Run", str, "os.PathLike[str]", "HistogramSeries", Sequence["HistogramSeries"]]
 
@@ -114,7 +112,7 @@ def _feed_of(source: Shown, storage_options: Mapping[str, Any] | None) -> Any:
 
 def show(source: Any, *, view: str | None = None, **options: Any) -> Any:
     """Shows ``source`` in the notebook as a live widget (see `widget`); a
-    `TensorBoardChart` as its accessible chart page (`histoscope.view.html.show`).
+    `TensorBoardChart` as its accessible chart page (`histoscope.view.html.show_chart`).
     Outside a kernel, a run or log directory has no widget: use ``histoscope view``.
 
     ``view="static"`` shows it with no widget manager instead (`static_view`: VS Code
@@ -134,7 +132,7 @@ def show(source: Any, *, view: str | None = None, **options: Any) -> Any:
     from ..view import html
 
     if all(hasattr(source, name) for name in html._CHART_FIELDS):
-        return html.show(source, **options)
+        return html.show_chart(source, **options)
     if view not in (None, "widget", "static"):
         raise ValueError(f'view must be "widget" or "static", got {view!r}')
     chosen = view is None

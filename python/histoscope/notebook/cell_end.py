@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["at_cell_end", "cells_started", "hooked"]
-
 _callbacks: list[Callable[[], None]] = []
 _hooked = False
 _started = 0

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from ..view.refreshed import Findings
     from ..write.run import Run
 
-__all__ = ["Feed", "LogdirFeed", "RunFeed", "SeriesFeed"]
-
 #: How often the findings of a run are read again for the widget.
 FINDINGS_SECONDS = 1.0
 

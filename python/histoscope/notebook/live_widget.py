@@ -37,15 +37,6 @@ from .saved_view import saved_view
 from .static_view import INTERVAL_SECONDS as UNDRAWN_INTERVAL_SECONDS
 from .transports import budget_for, carried, chosen_transport, snapshot_to_json
 
-__all__ = [
-    "BUDGET_BYTES",
-    "HEIGHT",
-    "INTERVAL_SECONDS",
-    "SNAPSHOT_SECONDS",
-    "UNDRAWN_SECONDS",
-    "Widget",
-]
-
 #: The most bytes one update sends (what does not fit waits for the next).
 BUDGET_BYTES = 90 * 1024
 #: How often the thread looks for changes: at most this many updates a second, inverted.

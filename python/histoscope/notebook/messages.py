@@ -23,8 +23,6 @@ import numpy as np
 
 from .. import _core
 
-__all__ = ["FIGURES", "message", "pack"]
-
 #: What each step carries besides its counts, in the core's order (`_core.STEP_FIGURES`).
 FIGURES: tuple[str, ...] = (*_core.STAT_NAMES, "zeros")
 assert len(FIGURES) == _core.STEP_FIGURES

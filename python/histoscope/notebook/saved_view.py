@@ -34,8 +34,6 @@ from .. import _core
 from ..view.overview_svg import Row, natural_key, overview_svg, short_number
 from ..view.page import SEVERITIES
 
-__all__ = ["FINDINGS_SHOWN", "SAVED_BYTES", "Held", "held_series", "saved_view"]
-
 #: The most bytes of the saved view's HTML: with the notebook's JSON around it (quotes
 #: escaped, a line each), a shown widget adds under 100 KB to a saved notebook.
 SAVED_BYTES = 88 * 1024

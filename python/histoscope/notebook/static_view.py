@@ -34,8 +34,6 @@ from .cell_end import at_cell_end
 from .feeds import Feed
 from .saved_view import saved_view
 
-__all__ = ["INTERVAL_SECONDS", "StaticView"]
-
 #: The least time between two replacements of the shown view: each is the whole view
 #: (up to 88 KB), so a front end redraws it at most twice a second.
 INTERVAL_SECONDS = 0.5

@@ -25,16 +25,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = [
-    "ENVIRONMENT_VARIABLE",
-    "TRANSPORTS",
-    "budget_for",
-    "carried",
-    "chosen_transport",
-    "in_colab",
-    "snapshot_to_json",
-]
-
 #: The transports, the fastest first.
 TRANSPORTS: tuple[str, ...] = ("buffers", "base64")
 #: Chooses the transport of every widget shown where no ``transport=`` is given.

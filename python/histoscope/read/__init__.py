@@ -12,16 +12,13 @@ Example:
 
 from __future__ import annotations
 
-from .chart import TensorBoardChart
-from .reader import load_histograms, read_tensorboard_histograms
-from .series import HistogramSeries
-from .tidy import to_arrow, to_pandas
-
-__all__ = [
-    "HistogramSeries",
-    "TensorBoardChart",
-    "load_histograms",
-    "read_tensorboard_histograms",
-    "to_arrow",
-    "to_pandas",
-]
+from .chart import TensorBoardChart as TensorBoardChart
+from .reader import (
+    load_histograms as load_histograms,
+)
+from .reader import (
+    read_tensorboard_histograms as read_tensorboard_histograms,
+)
+from .series import HistogramSeries as HistogramSeries
+from .tidy import to_arrow as to_arrow
+from .tidy import to_pandas as to_pandas

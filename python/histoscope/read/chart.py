@@ -9,8 +9,6 @@ import numpy.typing as npt
 
 from .. import _core
 
-__all__ = ["TensorBoardChart"]
-
 
 def _frozen(array: npt.ArrayLike, dtype: type, ndim: int, name: str) -> np.ndarray:
     out: np.ndarray = np.array(array, dtype=dtype, copy=True)

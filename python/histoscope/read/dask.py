@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _args, _core
+from .._deprecated import renamed_keywords
 from .export import file_share, plan_run
 from .reader import Logdirs
 from .storage import EventFileRef, RunRef, find_runs, resolve_logdirs
@@ -36,20 +37,19 @@ if TYPE_CHECKING:
     import dask.dataframe
     import pandas
 
-__all__ = ["load_histograms"]
 
-
+@renamed_keywords(paths="logdir")
 def load_histograms(
-    paths: Logdirs,
+    logdir: Logdirs,
     *,
     tags: Iterable[str] | None = None,
     runs: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> dask.dataframe.DataFrame:
-    """The histograms under ``paths`` as a lazy Dask DataFrame of tidy rows (see
+    """The histograms under ``logdir`` as a lazy Dask DataFrame of tidy rows (see
     `histoscope.tidy` for the columns), one partition per events file.
 
-    ``paths``, ``tags``, ``runs`` and ``storage_options`` are as for
+    ``logdir``, ``tags``, ``runs`` and ``storage_options`` are as for
     `histoscope.load_histograms`: a log directory, several, glob patterns or
     fsspec URLs. Call ``.compute()`` (or any Dask operation) to read them on the
     current Dask scheduler, e.g. a ``dask.distributed.Client``'s cluster.
@@ -72,7 +72,7 @@ def load_histograms(
         from dask import delayed
     except ImportError as error:
         raise ImportError("histoscope.dask needs dask: pip install 'histoscope[dask]'") from error
-    logdirs, several = resolve_logdirs(paths, storage_options)
+    logdirs, several = resolve_logdirs(logdir, storage_options)
     tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
     chosen = [r for r in find_runs(logdirs, several) if run_list is None or r.name in run_list]
     meta = _frame([])

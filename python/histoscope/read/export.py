@@ -29,8 +29,6 @@ from .reader import Logdirs
 from .storage import CHUNK_BYTES, EventFileRef, RunRef, find_runs, resolve_logdirs
 from .tidy import STAT_COLUMNS, schema, table_of_records
 
-__all__ = ["PIECE_BYTES", "ROW_GROUP_BYTES", "ExportSummary", "export_parquet"]
-
 #: How many events files (or pieces of one) are read ahead of the one being written:
 #: reading one while writing another keeps two cores busy, and more only holds more.
 READ_AHEAD = 1

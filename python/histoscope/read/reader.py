@@ -13,12 +13,6 @@ from .chart import TensorBoardChart
 from .series import HistogramSeries
 from .storage import LogdirRef, core_logdirs, resolve_logdirs
 
-__all__ = [
-    "HistogramSeries",
-    "load_histograms",
-    "read_tensorboard_histograms",
-]
-
 PathLike = Union[str, "os.PathLike[str]"]
 Logdirs = Union[PathLike, Sequence[PathLike]]
 

@@ -13,8 +13,6 @@ if TYPE_CHECKING:
     import pandas
     import pyarrow
 
-__all__ = ["HistogramSeries"]
-
 
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)

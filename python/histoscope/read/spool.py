@@ -39,8 +39,6 @@ from .. import _core
 from . import storage
 from .storage import LogdirRef, RunRef
 
-__all__ = ["RemoteLogdir", "Spool", "is_url", "remote_logdir"]
-
 _FETCH_THREADS = _core.FETCH_PARALLEL_READS
 
 

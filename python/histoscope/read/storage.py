@@ -20,16 +20,6 @@ from typing import Any, Union
 
 from .. import _args, _core
 
-__all__ = [
-    "CHUNK_BYTES",
-    "EventFileRef",
-    "LogdirRef",
-    "RunRef",
-    "core_logdirs",
-    "find_runs",
-    "resolve_logdirs",
-]
-
 PathLike = Union[str, "os.PathLike[str]"]
 
 # Before Python finalizes, the core's fetch threads stop taking the GIL (see

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     import pandas
     import pyarrow
 
-__all__ = ["COLUMNS", "schema", "to_arrow", "to_pandas"]
-
 #: The statistics columns, in the order of ``_core.STAT_NAMES`` (``count`` renamed ``num``).
 STAT_COLUMNS = tuple("num" if name == "count" else name for name in _core.STAT_NAMES)
 #: Every column, in order.

@@ -29,15 +29,6 @@ from collections.abc import Mapping
 
 from .. import _args
 
-__all__ = [
-    "ENVIRONMENT_VARIABLE",
-    "REFUSAL",
-    "TOKEN_BYTES",
-    "TokenGate",
-    "chosen_token",
-    "new_token",
-]
-
 #: The environment variable that sets the token when ``--token`` does not.
 ENVIRONMENT_VARIABLE = "HISTOSCOPE_TOKEN"
 

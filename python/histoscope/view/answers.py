@@ -27,23 +27,6 @@ from .follow import BASIS_POINTS, LogdirIndex, RunIndex, SeriesView
 if TYPE_CHECKING:
     from .refreshed import Layouts
 
-__all__ = [
-    "CARD_BINS",
-    "CARD_STEPS",
-    "OVERVIEW_STATS",
-    "READERS",
-    "RIDGE_STEPS",
-    "Query",
-    "buckets",
-    "card",
-    "encode",
-    "overview",
-    "overview_value",
-    "runs",
-    "series",
-    "tags",
-]
-
 #: The most steps of one run one series answer holds; the page asks again for the rest.
 SERIES_STEPS = 2000
 

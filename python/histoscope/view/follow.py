@@ -40,16 +40,6 @@ from .. import _args, _core
 if TYPE_CHECKING:
     from ..read.spool import RemoteLogdir
 
-__all__ = [
-    "BASIS_POINTS",
-    "DEFAULT_CACHE_BYTES",
-    "SEGMENT_BYTES",
-    "LogdirIndex",
-    "RunIndex",
-    "SeriesIndex",
-    "SeriesView",
-]
-
 #: TensorBoard's distribution compressor: the percentiles (in basis points) drawn over steps.
 BASIS_POINTS = tuple(_core.BASIS_POINTS)
 

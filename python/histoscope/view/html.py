@@ -26,8 +26,6 @@ import numpy as np
 
 from .page import SEVERITIES, asset_text, bundle
 
-__all__ = ["render", "save_html", "show"]
-
 _NOTEBOOK_HEIGHT = 820  # pixels of the notebook iframe; the page scrolls inside it past that
 
 
@@ -130,8 +128,11 @@ def save_html(
     return path
 
 
-def show(chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None) -> Path | None:
-    """Show the chart: inline in a Jupyter (IPython kernel) output, else in the web browser.
+def show_chart(
+    chart: TensorBoardChart, *, findings: Iterable[Finding] | None = None
+) -> Path | None:
+    """Show the chart's page: inline in a Jupyter (IPython kernel) output, else in the web
+    browser. `histoscope.show` calls it for a `TensorBoardChart`; it is the one ``show``.
 
     Outside a kernel the page is saved to a new temporary folder and opened with
     `webbrowser`; that file's path is returned. In a kernel it returns None.

@@ -13,8 +13,6 @@ from ..errors import RequestError
 from .answers import Query, chosen_runs, finite_or_none, overview_value, query_integer
 from .follow import LogdirIndex, RunIndex, SeriesView
 
-__all__ = ["RANKINGS", "compare", "comparison_of", "ranking", "ranking_of"]
-
 #: What the keys can be ordered by (ORDERS in order.js), each from the overview's statistics.
 RANKINGS = ("absmax_last", "absmax_peak", "std_last", "std_growth", "nonfinite", "zeros_last")
 

@@ -29,8 +29,6 @@ import numpy as np
 
 from .. import _core
 
-__all__ = ["COLUMNS", "LEVELS", "MAX_ROWS", "Row", "natural_key", "overview_svg", "short_number"]
-
 #: The most steps drawn: the row's steps thinned as the core thins a chart's.
 COLUMNS = 24
 #: The most rows drawn; past it, neighbouring keys of a section share a row.

@@ -10,16 +10,6 @@ from importlib import resources
 
 from .. import _core
 
-__all__ = [
-    "MODULES",
-    "SEVERITIES",
-    "asset_text",
-    "bundle",
-    "vocabulary_script",
-    "widget_module",
-    "widget_page",
-]
-
 #: The ES modules the viewer's page and the report share: app.js and every module it imports.
 MODULES = (
     "a11y.js",

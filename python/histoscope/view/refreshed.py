@@ -18,15 +18,6 @@ import numpy as np
 
 from .. import _core
 
-__all__ = [
-    "FINDINGS_PAUSE_FACTOR",
-    "FINDINGS_SECONDS",
-    "Findings",
-    "Layouts",
-    "RunFiles",
-    "reading_notes",
-]
-
 _Found = TypeVar("_Found")
 
 #: A run's files, each with its size and time of change.

@@ -46,8 +46,6 @@ from .page import MODULES, asset_text, bundle, vocabulary_script
 from .report_orders import report_orders
 from .spectral import SpectralTrends
 
-__all__ = ["build_report", "bundle", "report_page", "write_report"]
-
 #: The steps a series keeps in the report by default.
 MAX_STEPS = _core.CHART_STEPS
 #: The shared equal bins of a key.

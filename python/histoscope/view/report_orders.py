@@ -18,8 +18,6 @@ from typing import Any
 from .follow import LogdirIndex
 from .orders import RANKINGS, comparison_of, ranking_of
 
-__all__ = ["COMPARED_RUNS", "report_orders"]
-
 #: The runs whose every ordered pair a report compares (the viewer overlays as many).
 COMPARED_RUNS = 8
 _ONCE = 1e9

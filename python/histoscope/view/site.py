@@ -38,8 +38,6 @@ from .page import MODULES, asset_text, vocabulary_script
 from .refreshed import Findings, Layouts
 from .spectral import SpectralTrends
 
-__all__ = ["Answer", "Site", "allowed_hosts", "content_security_policy"]
-
 ASSETS = {
     "api.js": "text/javascript",
     "viewer.js": "text/javascript",

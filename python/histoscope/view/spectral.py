@@ -24,8 +24,6 @@ from .. import _core
 from ..errors import RequestError
 from .refreshed import RunFiles
 
-__all__ = ["BAND", "TREND_FIGURES", "SpectralTrends"]
-
 BAND: tuple[float, float] = _core.ALPHA_BAND
 """WeightWatcher's published band for the α of well-trained layers, drawn as context:
 the core's, which its `spectral` finding judges by (`rust/diagnose/spectral.rs`)."""

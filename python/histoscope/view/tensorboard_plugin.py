@@ -27,8 +27,6 @@ from tensorboard.plugins import base_plugin  # type: ignore[import-untyped, impo
 
 from .site import Site
 
-__all__ = ["HistoscopePlugin"]
-
 #: The tab's first module: TensorBoard imports it into the tab's frame and calls its
 #: ``render``, which opens the site's page in that frame.
 _ENTRY = (

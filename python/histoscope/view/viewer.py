@@ -18,14 +18,12 @@ from .. import _args
 from ..read.spool import RemoteLogdir, is_url
 from .access import new_token
 from .follow import DEFAULT_CACHE_BYTES
-from .site import Site, allowed_hosts, content_security_policy, is_loopback
+from .site import Site, content_security_policy, is_loopback
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
-
-__all__ = ["CSP", "allowed_hosts", "create_app", "serve"]
 
 #: What every answer may load: its own scripts, styles and data, nothing else.
 CSP = content_security_policy()

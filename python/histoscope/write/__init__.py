@@ -14,21 +14,22 @@ Example:
 
 from __future__ import annotations
 
-from .alerts import Alert
-from .histogram import Histogram
-from .run import Run
-from .session import finish, init, log, log_tree, watch
-from .spectrum import Spectrum, spectrum
-
-__all__ = [
-    "Alert",
-    "Histogram",
-    "Run",
-    "Spectrum",
-    "finish",
-    "init",
-    "log",
-    "log_tree",
-    "spectrum",
-    "watch",
-]
+from .histogram import Histogram as Histogram
+from .run import Run as Run
+from .session import (
+    finish as finish,
+)
+from .session import (
+    init as init,
+)
+from .session import (
+    log as log,
+)
+from .session import (
+    log_tree as log_tree,
+)
+from .session import (
+    watch as watch,
+)
+from .spectrum import Spectrum as Spectrum
+from .spectrum import spectrum as spectrum

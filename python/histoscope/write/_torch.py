@@ -24,16 +24,6 @@ from .. import _args
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "NUMPY_DTYPES",
-    "Encoding",
-    "device_type",
-    "flat_numpy",
-    "flat_numpy_weights",
-    "host_array",
-    "snapshot_tensor",
-]
-
 NUMPY_DTYPES = frozenset(
     {
         "float64",

@@ -2,13 +2,13 @@
 handed to a callable, in the training thread.
 
 The core diagnoses every value as it is written (`_core.EventFileWriter` with
-``diagnosed_as``), with the rules `histoscope check` applies to the files, and
-keeps each (key, kind) it found with the severity it was found at. A finding
-that is new, or more severe than before, is an `Alert`. The writer thread only
-collects them; they are delivered at the training thread's next call into the
-run (`Run.log`, `Run.add_histogram`, `Run.flush`, the next forward pass of a
-watched model, `Run.finish`), so that a handler runs where it may save a
-checkpoint and a `TrainingProblem` stops the loop that trains.
+``diagnosed_as``), with the rules `histoscope check` applies to the files, and keeps
+each (key, kind) it found with the severity it was found at. A finding that is new, or
+more severe than before, is an alert: that `Finding`, with the ``step`` it was found at.
+The writer thread only collects them; they are delivered at the training thread's next
+call into the run (`Run.log`, `Run.add_histogram`, `Run.flush`, the next forward pass of
+a watched model, `Run.finish`), so that a handler runs where it may save a checkpoint
+and a `TrainingProblem` stops the loop that trains.
 """
 
 from __future__ import annotations
@@ -16,75 +16,17 @@ from __future__ import annotations
 import collections
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Union
 
 from .. import _core
 from ..diagnose import KINDS, Finding
 from ..errors import HistoscopeAlert, TrainingProblem
 
-__all__ = ["ALERT_MODES", "Alert", "AlertPolicy", "Alerts", "RunAlerts", "stops_training"]
-
 #: What ``alerts=`` takes besides a callable.
 ALERT_MODES = ("warn", "off", "raise")
 
-#: ``alerts=``: one of `ALERT_MODES`, or a callable that receives each `Alert`.
-Alerts = Union[str, Callable[["Alert"], Any]]
-
-
-@dataclass(frozen=True)
-class Alert:
-    """A finding of a run's live diagnosis, new or more severe than before.
-
-    ``step`` is the last step written when the rules first gave it: the data up
-    to that step is what `histoscope check` would have judged so.
-
-    Example:
-        >>> import tempfile, numpy as np, histoscope as hs
-        >>> seen = []
-        >>> with hs.init("demo", dir=tempfile.mkdtemp(), alerts=seen.append) as run:
-        ...     for step in range(6):
-        ...         values = np.full(100, np.nan) if step >= 3 else np.random.randn(100)
-        ...         run.add_histogram("gradients/w", values, step=step)
-        >>> seen[0].kind, seen[0].key, seen[0].step, seen[0].severity
-        ('nonfinite', 'gradients/w', 3, 'error')
-    """
-
-    step: int
-    finding: Finding
-
-    @property
-    def kind(self) -> str:
-        return self.finding.kind
-
-    @property
-    def key(self) -> str:
-        return self.finding.key
-
-    @property
-    def severity(self) -> str:
-        return self.finding.severity
-
-    @property
-    def evidence(self) -> dict[str, float]:
-        return self.finding.evidence
-
-    @property
-    def message(self) -> str:
-        return self.finding.message
-
-    def describe(self) -> str:
-        """One line: the step, what was found where, the evidence and what to do."""
-        evidence = ", ".join(f"{name}={value:.3g}" for name, value in self.evidence.items())
-        return (
-            f"histoscope alert at step {self.step}: {self.kind} ({self.severity}) in "
-            f"{self.finding.run}/{self.key} from step {self.finding.first_step} "
-            f"[{evidence}]: {self.message}"
-        )
-
-    @classmethod
-    def _of(cls, record: _core.AlertRecord) -> Alert:
-        return cls(step=record.step, finding=Finding._of(record.finding))
+#: ``alerts=``: one of `ALERT_MODES`, or a callable that receives each alert (a `Finding`).
+Alerts = Union[str, Callable[[Finding], Any]]
 
 
 class AlertPolicy:
@@ -120,17 +62,17 @@ class AlertPolicy:
         """Whether the run is diagnosed as it trains at all."""
         return self.alerts != "off"
 
-    def stops(self, alert: Alert) -> bool:
+    def stops(self, alert: Finding) -> bool:
         """Whether ``alert`` stops the training under ``"raise"``."""
         return self.alerts == "raise" and stops_training(alert, self.stops_on)
 
-    def deliver(self, alerts: list[Alert], *, can_raise: bool) -> list[Alert]:
+    def deliver(self, alerts: list[Finding], *, can_raise: bool) -> list[Finding]:
         """Warns, raises or hands on each of ``alerts``; returns those that would stop the
         training but could not be raised here (``can_raise=False``), to deliver later."""
-        held: list[Alert] = []
-        problem: Alert | None = None
+        held: list[Finding] = []
+        problem: Finding | None = None
         for alert in alerts:
-            if alert.finding.level < 1:
+            if alert.level < 1:
                 continue
             if callable(self.alerts):
                 self.alerts(alert)
@@ -146,10 +88,10 @@ class AlertPolicy:
             raise TrainingProblem(problem.describe(), problem)
         return held
 
-    def finish(self, alerts: list[Alert]) -> None:
+    def finish(self, alerts: list[Finding]) -> None:
         """Delivers the alerts found at the end: nothing is left to stop, so all are warned."""
         for alert in alerts:
-            if alert.finding.level < 1:
+            if alert.level < 1:
                 continue
             if callable(self.alerts):
                 self.alerts(alert)
@@ -157,7 +99,7 @@ class AlertPolicy:
                 warnings.warn(HistoscopeAlert(alert.describe(), alert), stacklevel=4)
 
 
-def stops_training(alert: Alert, kinds: Iterable[str] | None) -> bool:
+def stops_training(alert: Finding, kinds: Iterable[str] | None) -> bool:
     """Whether ``alert`` stops a training told to stop on ``kinds``: a finding of one of
     them at the most severe it can be (`_core.WORST_SEVERITIES`: an error for nonfinite,
     exploding and collapsed, a warning for vanishing, dead and saturated), so that a
@@ -166,8 +108,8 @@ def stops_training(alert: Alert, kinds: Iterable[str] | None) -> bool:
 
     Example:
         >>> from histoscope.diagnose import Finding
-        >>> spike = Finding("exploding", "r", "gradients/w", 5, 5, "warning", {}, "...")
-        >>> stops_training(Alert(5, spike), ["exploding"])
+        >>> spike = Finding("exploding", "r", "gradients/w", 5, 5, "warning", {}, "...", step=5)
+        >>> stops_training(spike, ["exploding"])
         False
     """
     if kinds is None:
@@ -207,11 +149,11 @@ class RunAlerts:
         self.policy = policy
         self.found = found
         self.diagnosed = diagnosed
-        self.held: list[Alert] = []
+        self.held: list[Finding] = []
         #: False where a watch agreeing with other ranks raises instead.
         self.raise_here = True
         #: Also handed each alert before the policy acts (a trainer callback's ``stop_on``).
-        self.listeners: list[Callable[[Alert], Any]] = []
+        self.listeners: list[Callable[[Finding], Any]] = []
 
     def replace(self, alerts: Alerts | None, stop_on: Iterable[str] | None) -> None:
         """Takes the policy a watch was given (``alerts=``, ``stop_on=``) from now on."""
@@ -237,11 +179,11 @@ class RunAlerts:
         alerts, self.held = self.held + self._drained(), []
         self.policy.finish(alerts)
 
-    def _drained(self) -> list[Alert]:
+    def _drained(self) -> list[Finding]:
         alerts = []
         while self.found:
-            alert = Alert._of(self.found.popleft())
-            if alert.finding.level >= 1:
+            alert = Finding._alerted(self.found.popleft())
+            if alert.level >= 1:
                 for listener in self.listeners:
                     listener(alert)
             alerts.append(alert)

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["on_gradient", "outside_compiled_graphs", "queue_callback", "tensors_of"]
-
 
 def outside_compiled_graphs(hook: Callable[..., None]) -> Callable[..., None]:
     """``hook`` run by Python even inside ``torch.compile``d code: a graph break at each

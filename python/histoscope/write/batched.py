@@ -29,14 +29,6 @@ from .histogram import Histogram, batch_of, histograms_of
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "bin_batch",
-    "bin_tensors",
-    "bin_tensors_with_torch",
-    "local_counts",
-    "local_moments",
-]
-
 
 def bin_batch(tensors: Sequence[torch.Tensor], bins: int) -> _core.BinnedBatch:
     """The histograms of ``tensors`` (any shapes, devices and real dtypes), in order, held

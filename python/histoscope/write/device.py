@@ -32,17 +32,6 @@ from .. import _args, _core
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "DEVICE_CHUNK_VALUES",
-    "MOMENTS",
-    "Binned",
-    "bin_on_device",
-    "counts_on_device",
-    "default_edges",
-    "moments_on_device",
-    "stats_of",
-]
-
 DEVICE_CHUNK_VALUES = 1 << 25
 """The most values binned in one batch on a device: its temporaries stay a
 small multiple of this many float64s, whatever the size of the model."""

@@ -20,19 +20,8 @@ from .. import _args, _core
 from .._args import Bins
 from ._torch import device_type, flat_numpy_weights, host_array
 from .device import bin_on_device
-from .snapshot import Prepared, SnapshotPool, prepare_values
-
-__all__ = [
-    "MAX_BINS",
-    "Histogram",
-    "SnapshotPool",
-    "batch_of",
-    "bin_prepared",
-    "histograms_of",
-    "numpy_weights",
-    "prepare_values",
-    "prepare_weights",
-]
+from .options import DEFAULT_BINS
+from .snapshot import Prepared, prepare_values
 
 MAX_BINS: int = _core.MAX_BINS
 """The most bins a histogram may have: the Rust core's limit, whose reason is given there."""
@@ -73,7 +62,7 @@ class Histogram:
     def __init__(
         self,
         values: Any = None,
-        bins: Any = 64,
+        bins: Any = DEFAULT_BINS,
         *,
         range: tuple[float, float] | None = None,
         weights: Any = None,

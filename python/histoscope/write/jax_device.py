@@ -39,8 +39,6 @@ from .. import _core
 from ._torch import NUMPY_DTYPES, Encoding, host_array
 from .histogram import Histogram, batch_of, histograms_of
 
-__all__ = ["bin_jax_arrays", "bin_jax_batch", "bin_on_jax_device", "on_accelerator"]
-
 _HOST_DTYPES = NUMPY_DTYPES | {"bfloat16"}
 """Dtypes whose NumPy view the core bins as it is (16-bit floats as their bits)."""
 

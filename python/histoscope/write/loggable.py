@@ -8,8 +8,6 @@ from typing import Any
 from .. import _args
 from .histogram import Histogram
 
-__all__ = ["loggable", "snapshot_nbytes"]
-
 
 def snapshot_nbytes(values: Any) -> int:
     """The bytes a snapshot of ``values`` takes, known before copying them (0 if not known)."""

@@ -22,8 +22,6 @@ from typing import Any
 
 from ..errors import UnloggedWarning
 
-__all__ = ["OptimizerWatch", "optimizer_classes"]
-
 
 def optimizer_classes(optimizer: Any) -> list[str]:
     """``optimizer``'s class and those it derives from, most derived first, as

@@ -46,17 +46,6 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-__all__ = [
-    "LOSS_SCALE_KEY",
-    "SKIPPED_KEY",
-    "StepAttempts",
-    "UnscaleHook",
-    "find_scaler",
-    "loss_scale",
-    "unscale_once",
-    "used_scalers",
-]
-
 SKIPPED_KEY = "amp/skipped_steps"
 """The scalar written at each step the loss scaler skipped: how many it skipped so far.
 The core's diagnosis reads a run's skipped steps from it (`rust/diagnose/skipped.rs`)."""

@@ -21,15 +21,6 @@ from typing import Any, TypedDict, Union
 from .. import _args, _core
 from .alerts import AlertPolicy, Alerts
 
-__all__ = [
-    "DEFAULT_BINS",
-    "DEFAULT_TIMEOUT_SECONDS",
-    "LOG_CHOICES",
-    "Filter",
-    "WatchArguments",
-    "WatchOptions",
-]
-
 LOG_CHOICES = ("gradients", "parameters", "all")
 
 DEFAULT_BINS: int = _core.DEFAULT_BINS

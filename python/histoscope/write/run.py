@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _args, _core
+from .._deprecated import warn_renamed
 from ..diagnose import Finding
-from .alerts import Alert, AlertPolicy, Alerts, RunAlerts
+from .alerts import AlertPolicy, Alerts, RunAlerts
 from .histogram import Histogram, prepare_weights
 from .loggable import loggable, snapshot_nbytes
 from .optimizer import optimizer_classes
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .options import WatchArguments
-
-__all__ = ["ON_FULL_CHOICES", "Backlog", "Run"]
 
 DEFAULT_MAX_PENDING_BYTES = 256 << 20
 FINISH_TIMEOUT_SECONDS = 120.0
@@ -58,7 +57,7 @@ class Run:
 
     Example:
         >>> import tempfile, numpy as np, histoscope as hs
-        >>> with hs.init("demo", run_name="first", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("demo", run_name="first", logdir=tempfile.mkdtemp()) as run:
         ...     run.add_histogram("weights", np.random.randn(1000), step=0)
         ...     run.log({"loss": 0.3, "grads": hs.Histogram(np.random.randn(100))}, step=0)
         >>> sorted(hs.load_histograms(run.path))
@@ -134,7 +133,7 @@ class Run:
             >>> from torch import nn
             >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
             >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            >>> run = hs.init("mnist", dir=tempfile.mkdtemp())
+            >>> run = hs.init("mnist", logdir=tempfile.mkdtemp())
             >>> watching = run.watch(model, log="all", every=10, filter=r"^0[.]")
             >>> for i in range(20):
             ...     loss = model(torch.randn(16, 4)).pow(2).mean()
@@ -165,7 +164,7 @@ class Run:
         Example:
             >>> import tempfile, torch, histoscope as hs
             >>> model = torch.nn.Linear(4, 1)
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> watching = run.watch(model)
             >>> run.unwatch(model)
             >>> run.finish()
@@ -195,7 +194,7 @@ class Run:
 
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> grads = np.random.default_rng(0).normal(0, 0.01, 1000)
             >>> run.add_histogram("grads/fc", grads, step=10, bins=80, range=(-0.05, 0.05))
             >>> run.finish()
@@ -237,7 +236,7 @@ class Run:
 
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> w = np.random.default_rng(0).normal(size=500)
             >>> run.log({"weights": hs.Histogram(w, bins=64), "loss": 0.31}, step=100)
             >>> run.finish()
@@ -260,17 +259,17 @@ class Run:
             else:
                 self._writer.submit(Scalar(key, this_step, wall_time, value))
 
-    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+    def _log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
         """Logs histograms the core has binned (`batched.bin_batch`) under ``keys``, at
         ``step``: written in one call, with no Python object per histogram. `watch` and
-        `log_tree` log this way.
+        `log_tree` log this way; it is their protocol with the run, not the user's.
 
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
             >>> from histoscope import _core
             >>> batch = _core.bin_batch([np.arange(10.0), np.ones(3)], 4)
-            >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
-            ...     run.log_batch(["a", "b"], batch, step=0)
+            >>> with hs.init("demo", logdir=tempfile.mkdtemp()) as run:
+            ...     run._log_batch(["a", "b"], batch, step=0)
             >>> sorted(hs.load_histograms(run.path))
             ['a', 'b']
         """
@@ -302,7 +301,7 @@ class Run:
 
         Example:
             >>> import tempfile, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> run.define_metric("grads/*", section="Gradients")
             >>> run.define_metric("debug/*", hidden=True)
             >>> run.finish()
@@ -320,7 +319,7 @@ class Run:
 
         Example:
             >>> import tempfile, torch, histoscope as hs
-            >>> run = hs.init("demo", dir=tempfile.mkdtemp())
+            >>> run = hs.init("demo", logdir=tempfile.mkdtemp())
             >>> run.note_optimizer(torch.optim.AdamW(torch.nn.Linear(4, 1).parameters()))
             >>> run.finish()
         """
@@ -355,18 +354,36 @@ class Run:
         alerts = self._alerts.policy.alerts
         return callable(alerts) or alerts == "raise"
 
-    def on_alert(self, listener: Callable[[Alert], Any]) -> None:
+    def on_alert(self, listener: Callable[[Finding], Any]) -> None:
         """Also hands each alert to ``listener`` when it is delivered, whatever ``alerts`` does."""
         self._alerts.listeners.append(listener)
 
-    def hold_problems(self) -> None:
+    def _hold_problems(self) -> None:
         """Never raises `TrainingProblem` itself: a watch agreeing with other ranks does."""
         self._alerts.raise_here = False
 
-    def take_problem(self) -> Alert | None:
+    def _take_problem(self) -> Finding | None:
         """The alert that should stop the training, if one is held, handed over once."""
         self._alerts.deliver(can_raise=False)
         return self._alerts.held.pop(0) if self._alerts.held else None
+
+    # The watch's protocol was public before 1.0; the old names warn for one release.
+    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+        """Deprecated: the watch's protocol, now private (`log` takes histograms)."""
+        warn_renamed("Run.log_batch", "Run.log; Run._log_batch is the watch's, private")
+        self._log_batch(keys, batch, step)
+
+    def hold_problems(self) -> None:
+        """Deprecated: the watch's protocol, now private."""
+        warn_renamed("Run.hold_problems", "nothing; Run._hold_problems is the watch's, private")
+        self._hold_problems()
+
+    def take_problem(self) -> Finding | None:
+        """Deprecated: the watch's protocol, now private (`check_alerts` delivers alerts)."""
+        warn_renamed(
+            "Run.take_problem", "Run.check_alerts; Run._take_problem is the watch's, private"
+        )
+        return self._take_problem()
 
     def findings(self) -> list[Finding]:
         """The run's findings so far, by the rules of `histoscope check`, up to the last
@@ -375,7 +392,7 @@ class Run:
         Example:
             >>> import tempfile, numpy as np, histoscope as hs
             >>> seen = []
-            >>> with hs.init("demo", dir=tempfile.mkdtemp(), alerts=seen.append) as run:
+            >>> with hs.init("demo", logdir=tempfile.mkdtemp(), alerts=seen.append) as run:
             ...     for step in range(3):
             ...         run.add_histogram("activations/relu", np.zeros(100), step=step)
             ...     run.flush()

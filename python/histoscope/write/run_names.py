@@ -6,8 +6,6 @@ import itertools
 import random
 from pathlib import Path
 
-__all__ = ["new_run_name"]
-
 _ADJECTIVES = (
     "amber", "brisk", "calm", "bold", "crisp", "deft", "eager", "fair", "gentle", "hardy",
     "keen", "lively", "mellow", "nimble", "quiet", "rapid", "steady", "sunny", "swift", "vivid",

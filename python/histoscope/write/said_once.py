@@ -9,8 +9,6 @@ from typing import Any
 
 from ..errors import HistoscopeWarning
 
-__all__ = ["SaidOnce"]
-
 
 class SaidOnce:
     """Which warnings were said, by key.

@@ -27,8 +27,6 @@ from .step_capture import log_loss_scale, record_skip
 # A `histoscope.write.watch.Watch`: named loosely, since the watch imports this module.
 Watch = Any
 
-__all__ = ["ScaledShardSteps", "take_over_if_scaled"]
-
 
 class ScaledShardSteps:
     """A sharded watch's captures at the ``unscale_`` of the scaler of its optimizer, among

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _args
+from .._deprecated import renamed_keywords
 from .alerts import Alerts
 from .options import WatchOptions
 from .run import DEFAULT_MAX_PENDING_BYTES, ON_FULL_CHOICES, Run
 from .run_names import new_run_name
-from .watch import NO_SINK, Watch, writes_here
+from .sinks import NO_SINK
+from .watch import Watch, writes_here
 
 if TYPE_CHECKING:
     import torch
@@ -22,24 +24,23 @@ if TYPE_CHECKING:
     from .options import WatchArguments
     from .tree import TreeArguments
 
-__all__ = ["current_run", "finish", "init", "log", "log_tree", "watch"]
-
 DEFAULT_DIR = "histoscope-logs"
 
 _current: Run | None = None
 
 
+@renamed_keywords(dir="logdir")
 def init(
     project: str,
     run_name: str | None = None,
     *,
-    dir: str | os.PathLike | None = None,
+    logdir: str | os.PathLike | None = None,
     max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
     on_full: str = "wait",
     alerts: Alerts = "warn",
     stop_on: Sequence[str] | None = None,
 ) -> Run:
-    """Starts logging a run into ``<dir or ./histoscope-logs>/<project>/<run_name>``.
+    """Starts logging a run into ``<logdir or ./histoscope-logs>/<project>/<run_name>``.
 
     Without ``run_name`` a readable one is made up; an existing run name
     appends a new events file there, as a restart. The run becomes the one
@@ -52,18 +53,18 @@ def init(
     ``on_full="drop"`` drops that histogram, warns once and counts it; the
     count is reported by `Run.finish` and `Run.backlog`.
 
-    While it trains, the run is diagnosed by the rules of `histoscope check`,
-    step by step, from the values as they are written. Each new finding of
-    severity warning or error (or one grown more severe) is an `Alert`,
+    While it trains, the run is diagnosed by the rules of `histoscope check`, step by
+    step, from the values as they are written. Each new finding of severity warning or
+    error (or one grown more severe) is an alert (that `Finding`, with its ``step``),
     delivered at the next logging call or forward pass of a watched model:
-    ``alerts="warn"`` warns `HistoscopeAlert` (naming key, kind, step and
-    evidence); ``"raise"`` raises `TrainingProblem` for the kinds in
-    ``stop_on``, at the most severe each can be (an error for nonfinite,
-    exploding and collapsed, a warning for the others; without ``stop_on``,
-    any error), and warns the others; a callable receives each `Alert` (to page, to log elsewhere,
-    to save a checkpoint); ``"off"`` diagnoses nothing. `Run.findings` gives
-    the findings so far. Under ``torch.distributed``, give ``alerts="raise"``
-    to ``watch`` on every rank, so that rank 0 decides and all stop together.
+    ``alerts="warn"`` warns `HistoscopeAlert` (naming key, kind, step and evidence);
+    ``"raise"`` raises `TrainingProblem` for the kinds in ``stop_on``, at the most
+    severe each can be (an error for nonfinite, exploding and collapsed, a warning for
+    the others; without ``stop_on``, any error), and warns the others; a callable
+    receives each alert's `Finding` (to page, to log elsewhere, to save a checkpoint);
+    ``"off"`` diagnoses nothing. `Run.findings` gives the findings so far. Under
+    ``torch.distributed``, give ``alerts="raise"`` to ``watch`` on every rank, so that
+    rank 0 decides and all stop together.
 
     Example:
         >>> import histoscope as hs
@@ -81,7 +82,7 @@ def init(
         raise ValueError(f"max_pending_bytes must be an int > 0, got {max_pending_bytes}")
     if on_full not in ON_FULL_CHOICES:
         raise ValueError(f"on_full must be 'wait' or 'drop', got {on_full!r}")
-    root = Path(DEFAULT_DIR if dir is None else os.fspath(dir)) / project
+    root = Path(DEFAULT_DIR if logdir is None else os.fspath(logdir)) / project
     name = new_run_name(root) if run_name is None else _args.folder_name(run_name, "run_name")
     run = Run(
         project,
@@ -102,7 +103,7 @@ def current_run() -> Run:
     Example:
         >>> import tempfile, histoscope as hs
         >>> from histoscope.write.session import current_run
-        >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("demo", logdir=tempfile.mkdtemp()) as run:
         ...     current_run() is run
         True
     """

@@ -56,8 +56,6 @@ from .shards import Local, Piece
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Layout", "Merge", "Wanted", "check_writer", "wanted_of"]
-
 Wanted = tuple[str, Piece, bool]
 """A tensor to log: its key, its parameter, and whether it is the parameter's gradient."""
 

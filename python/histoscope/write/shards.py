@@ -37,17 +37,6 @@ from ..errors import ShardedWarning
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "WRAPPER_NAMES",
-    "Found",
-    "Local",
-    "Piece",
-    "find_pieces",
-    "original_name",
-    "refuse",
-    "warn_unsupported",
-]
-
 WRAPPER_NAMES = frozenset(
     {"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod", "_flat_param"}
 )

@@ -12,11 +12,9 @@ from typing import Any, Protocol
 
 from .. import _core
 
-__all__ = ["NO_SINK", "HistogramSink", "NoSink"]
-
 
 class HistogramSink(Protocol):
-    """Where a watch writes: a `Run`, or anything with its ``log`` and ``closed``."""
+    """Where a watch writes: a `Run`, or anything with ``log``, ``_log_batch`` and ``closed``."""
 
     @property
     def closed(self) -> bool:
@@ -27,7 +25,7 @@ class HistogramSink(Protocol):
         """Writes ``data`` (key -> `Histogram`) at ``step``."""
         ...
 
-    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+    def _log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
         """Writes ``batch``'s histograms under ``keys`` at ``step``, as the core binned them."""
         ...
 
@@ -46,7 +44,7 @@ class NoSink:
     def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
         """Keeps nothing."""
 
-    def log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
+    def _log_batch(self, keys: Sequence[str], batch: _core.BinnedBatch, step: int) -> None:
         """Keeps nothing."""
 
 

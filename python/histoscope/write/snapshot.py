@@ -25,8 +25,6 @@ from ._torch import NUMPY_DTYPES, snapshot_tensor
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Prepared", "SnapshotPool", "prepare_values"]
-
 Prepared = Union[np.ndarray, "torch.Tensor"]
 """A private, contiguous copy of some values: a NumPy array or a PyTorch tensor."""
 

@@ -44,19 +44,6 @@ from .said_once import SaidOnce
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "FIGURES",
-    "PREFIX",
-    "ScalarSink",
-    "Spectrum",
-    "SpectralCapture",
-    "figure_key",
-    "log_spectrum",
-    "singular_values",
-    "spectrum",
-    "spectrum_key",
-]
-
 PREFIX = _core.SPECTRUM_PREFIX
 """What every spectral key starts with: the histogram ``spectrum/<name>``, its figures after
 it (the core's, which the diagnosis and the viewer read them by)."""
@@ -196,7 +183,7 @@ def log_spectrum(
     Example:
         >>> import tempfile, numpy as np, histoscope as hs
         >>> w = np.random.default_rng(0).normal(size=(64, 32))
-        >>> with hs.init("demo", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("demo", logdir=tempfile.mkdtemp()) as run:
         ...     s = run.log_spectrum("fc.weight", w, step=0)
         >>> sorted(hs.load_histograms(run.path))
         ['spectrum/fc.weight']

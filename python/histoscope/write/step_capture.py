@@ -19,22 +19,6 @@ from .zero import engine_loss_scale
 # A `histoscope.write.watch.Watch`: named loosely, since the watch imports this module.
 Watch = Any
 
-__all__ = [
-    "EngineSteps",
-    "Held",
-    "applied",
-    "attempt_step",
-    "capture_backward",
-    "hold",
-    "log_loss_scale",
-    "record_skip",
-    "record_skips",
-    "trainer_step",
-    "unapplied_attempt",
-    "unscale",
-    "unscaled",
-]
-
 # Attempts with no optimizer step a watch waits through before it takes a model with
 # nonfinite gradients (or a sharded one, whose ranks cannot agree on finiteness without
 # a collective) for one no optimizer steps: longer than a loss scaler's first skips from

@@ -41,9 +41,7 @@ from .jax_device import bin_jax_batch
 from .options import DEFAULT_BINS, Filter, WatchOptions
 
 if TYPE_CHECKING:
-    from .watch import HistogramSink
-
-__all__ = ["TreeArguments", "array_leaves", "log_tree", "path_name"]
+    from .sinks import HistogramSink
 
 
 class TreeArguments(TypedDict, total=False):
@@ -78,7 +76,7 @@ def log_tree(
         >>> import tempfile, jax, jax.numpy as jnp, histoscope as hs
         >>> params = {"Dense_0": {"kernel": jnp.ones((3, 4)), "bias": jnp.zeros(4)}}
         >>> grads = jax.grad(lambda p: (p["Dense_0"]["kernel"] ** 2).sum())(params)
-        >>> with hs.init("flax", dir=tempfile.mkdtemp()) as run:
+        >>> with hs.init("flax", logdir=tempfile.mkdtemp()) as run:
         ...     run.log_tree(params, step=0, filter="kernel")
         ...     run.log_tree(grads, prefix="gradients", step=0)
         >>> sorted(hs.load_histograms(run.path))
@@ -94,7 +92,7 @@ def log_tree(
         return
     keys = [f"{prefix}/{path}" if path else prefix for path, _ in leaves]
     batch = bin_jax_batch([leaf for _, leaf in leaves], options.bins, keys)
-    sink.log_batch(keys, batch, step=step)
+    sink._log_batch(keys, batch, step=step)
 
 
 def array_leaves(tree: Any) -> list[tuple[str, Any]]:

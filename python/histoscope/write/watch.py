@@ -57,7 +57,7 @@ from .said_once import SaidOnce
 from .scaled_shards import take_over_if_scaled
 from .sharded import Merge, Wanted, check_writer, wanted_of
 from .shards import find_pieces, original_name, warn_unsupported
-from .sinks import NO_SINK, HistogramSink, NoSink
+from .sinks import HistogramSink
 from .spectrum import SpectralCapture
 from .step_capture import (
     EngineSteps,
@@ -76,8 +76,6 @@ from .zero import BeforeEngineStep, engine_stepping, find_zero_pieces, inner_mod
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["NO_SINK", "HistogramSink", "NoSink", "Watch", "unwrap", "writes_here"]
-
 
 class Watch:
     """What `Run.watch` returns: the hooks on one model, until `remove` (or `Run.unwatch`).
@@ -89,7 +87,7 @@ class Watch:
     Example:
         >>> import torch, histoscope as hs
         >>> model = torch.nn.Linear(4, 2)
-        >>> with hs.init("demo", dir=tmp) as run:  # doctest: +SKIP
+        >>> with hs.init("demo", logdir=tmp) as run:  # doctest: +SKIP
         ...     watch = run.watch(model, log="all", every=1)
         ...     model(torch.randn(8, 4)).sum().backward()
         ...     watch.keys
@@ -407,7 +405,7 @@ class Watch:
         if self.sink.closed:
             self.remove()
             return
-        self.sink.log_batch(keys, batch, step=step)
+        self.sink._log_batch(keys, batch, step=step)
 
     def _log_spectra(self, step: int) -> None:
         """Every watched matrix's spectrum and figures, computed now, before the optimizer

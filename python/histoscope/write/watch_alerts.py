@@ -23,9 +23,7 @@ from ..errors import TrainingProblem
 from .options import WatchOptions
 
 if TYPE_CHECKING:
-    from .alerts import Alert
-
-__all__ = ["WatchAlerts", "agrees_across_ranks"]
+    from ..diagnose import Finding
 
 
 def agrees_across_ranks(options: WatchOptions) -> bool:
@@ -41,7 +39,7 @@ class WatchAlerts:
     """A watch's side of its run's alerts (see the module's doc).
 
     Example:
-        >>> from histoscope.write.watch import NO_SINK
+        >>> from histoscope.write.sinks import NO_SINK
         >>> alerts = WatchAlerts(NO_SINK, WatchOptions())
         >>> alerts.agreed, alerts.before_forward()
         (False, None)
@@ -51,11 +49,11 @@ class WatchAlerts:
         self.sink = sink
         self.agreed = agrees_across_ranks(options)
         self.source = options.rank
-        self.problem: Alert | None = None
+        self.problem: Finding | None = None
         #: A step was logged since alerts were last delivered.
         self.logged = False
-        if self.agreed and hasattr(sink, "hold_problems"):
-            sink.hold_problems()
+        if self.agreed and hasattr(sink, "_hold_problems"):
+            sink._hold_problems()
 
     def before_forward(self) -> None:
         """Delivers the run's alerts, or raises the problem the ranks agreed on."""
@@ -77,9 +75,9 @@ class WatchAlerts:
             return
         import torch.distributed as dist
 
-        if hasattr(self.sink, "take_problem"):
+        if hasattr(self.sink, "_take_problem"):
             self.sink.flush()  # this step judged, so every rank stops after it
-        take = getattr(self.sink, "take_problem", None)
+        take = getattr(self.sink, "_take_problem", None)
         held = [take() if take is not None else None]
         dist.broadcast_object_list(held, src=self.source)
         if held[0] is not None and self.problem is None:

@@ -40,25 +40,12 @@ from .._args import Bins
 from ..errors import DroppedHistogramWarning, HistoscopeWarning, UnwrittenWarning
 from ._torch import device_type, host_array
 from .device import bin_on_device
-from .histogram import Histogram, SnapshotPool, numpy_weights
+from .histogram import Histogram, numpy_weights
 from .said_once import SaidOnce
-from .snapshot import Prepared
+from .snapshot import Prepared, SnapshotPool
 
 if TYPE_CHECKING:
     import torch
-
-__all__ = [
-    "FLUSH_SECONDS",
-    "Backlog",
-    "Flush",
-    "Job",
-    "ReadyBatch",
-    "ReadyHistogram",
-    "Scalar",
-    "Snapshot",
-    "Stop",
-    "Writer",
-]
 
 FLUSH_SECONDS = 2.0
 _POLL_SECONDS = 0.5

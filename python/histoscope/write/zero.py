@@ -47,15 +47,6 @@ from .shards import Found, Local, Piece, original_name, refuse
 if TYPE_CHECKING:
     import torch
 
-__all__ = [
-    "BeforeEngineStep",
-    "engine_loss_scale",
-    "engine_of",
-    "engine_stepping",
-    "find_zero_pieces",
-    "inner_module",
-]
-
 
 class ZeroPiece(Piece):
     """A parameter that ZeRO-3 partitioned: this rank's stretch of it."""
