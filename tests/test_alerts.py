@@ -232,3 +232,18 @@ def test_under_torch_distributed_rank_zero_decides_and_every_rank_stops_at_once(
     assert stops[0] is not None and stops[0] == stops[1], stops
     # NaN gradients are logged at NAN_FROM; every rank stops at its next forward pass.
     assert stops[0] == {"step": NAN_FROM + 1, "kind": "nonfinite"}
+
+
+def test_histograms_wrapped_from_numpy_are_no_divergence(tmp_path: Path) -> None:
+    """`numpy.histogram`'s counts carry no limits or moments: unknown, not NaN input. A
+    training that logs them healthy is not stopped as diverged, live or by check."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    with hs.init("numpy", run_name="wrapped", logdir=tmp_path, alerts="raise") as run:
+        for step in range(20):
+            counts, edges = np.histogram(rng.normal(size=500), bins=30)
+            run.log({"parameters/fc": hs.Histogram(np_histogram=(counts, edges))}, step=step)
+        live = run.findings()
+    assert [f.kind for f in live if f.kind == "nonfinite"] == []
+    assert [f.kind for f in hs.diagnose(tmp_path / "numpy") if f.kind == "nonfinite"] == []

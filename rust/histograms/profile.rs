@@ -147,10 +147,15 @@ fn profile_of(buckets: &impl Buckets, stats: &Stats) -> StepProfile {
     } else {
         0.0
     };
-    // A histogram of NaN input can keep a finite count but NaN or infinite limits.
-    // A NaN mean or std alone says nothing: TF2 tensors store no sums, and their
-    // count, min and max come from the buckets.
-    let nan_stats = stats.count > 0.0 && [stats.min, stats.max].iter().any(|v| !v.is_finite());
+    // A histogram of NaN input can keep a finite count but NaN or infinite limits, where
+    // its writer counts no non-finite values apart (a legacy proto's min and max). A
+    // writer that does (histoscope) has said how many; its NaN limits are unknown ones,
+    // as for a histogram wrapped from `numpy.histogram`'s counts. A NaN mean or std
+    // alone says nothing: TF2 tensors store no sums, and their count, min and max come
+    // from the buckets.
+    let nan_stats = !stats.nonfinite.is_finite()
+        && stats.count > 0.0
+        && [stats.min, stats.max].iter().any(|v| !v.is_finite());
     let nonfinite = nonfinite_count > 0.0 || bad_buckets || nan_stats;
     let mut shares = Shares::default();
     if from_buckets.count > 0.0 {
@@ -416,6 +421,17 @@ mod tests {
         let counted = Stats::from_array([4.0, 0.0, 1.0, 0.5, 0.1, 2.0, 0.0, 0.0]);
         let p = profile(&[0.0, 1.0, 4.0], &counted);
         assert!(p.nonfinite && p.nonfinite_count == 2.0);
+    }
+
+    #[test]
+    fn unknown_limits_of_a_writer_that_counts_nonfinite_values_are_no_nan() {
+        // `numpy.histogram`'s counts wrapped by histoscope: the count, and no NaN or
+        // infinity (numpy counts none); the limits and moments unknown.
+        let nan = f64::NAN;
+        let counted_only = Stats::from_array([4.0, nan, nan, nan, nan, 0.0, nan, nan]);
+        let p = profile(&[0.0, 1.0, 4.0], &counted_only);
+        assert!(!p.nonfinite && p.has_values());
+        assert_eq!((p.min, p.max), (0.0, 1.0)); // from the buckets
     }
 
     #[test]

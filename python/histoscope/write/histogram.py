@@ -46,7 +46,8 @@ class Histogram:
     ``edges`` and ``counts`` follow ``numpy.histogram`` (``edges[j] <= x <
     edges[j + 1]``, the last bin closed) and are equal to its counts for the
     same edges. ``np_histogram=(counts, edges)`` wraps what
-    ``numpy.histogram`` returned; its statistics other than ``count`` are NaN.
+    ``numpy.histogram`` returned: its ``count``, and ``nonfinite`` 0 (numpy counts
+    no NaN or infinity); its other statistics are NaN (unknown).
 
     Example:
         >>> import numpy as np, histoscope as hs
@@ -280,9 +281,11 @@ def _bin_with_torch(
 
 
 def _counted_only(count: float) -> _core.Stats:
-    """The statistics of a histogram known only by its counts: NaN but for ``count``."""
+    """The statistics of a histogram known only by its counts (``numpy.histogram``'s):
+    ``count``, and no non-finite value, as numpy counts none; the rest unknown (NaN).
+    Said so, the diagnosis reads the unknown limits as unknown, not as NaN input."""
     return _core.Stats(
-        count=count, min=_NAN, max=_NAN, mean=_NAN, std=_NAN, nonfinite=_NAN, below=_NAN, above=_NAN
+        count=count, min=_NAN, max=_NAN, mean=_NAN, std=_NAN, nonfinite=0.0, below=_NAN, above=_NAN
     )
 
 
