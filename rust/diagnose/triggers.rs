@@ -20,11 +20,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::exploding::heal_wait;
 use super::loss_curve::LossCurve;
+use super::nonfinite::stopped_by;
 use super::optimizer::OptimizerKind;
 use super::roles::{is_reward, layer_kind, tensor_name, LayerKind};
-use super::rules::{median, stopped_by};
 use super::runs::{other_than, rank, stood_still, weight_keys_of_bias, UNRANKED};
 use super::scalars::{nonfinite_severity, strongest, LossEvidence, LossFold};
+use super::series_start::median;
 use super::skipped::{self, StepRuns, SKIPPED_TAG};
 use super::spectral::{is_alpha, outside};
 use super::verdicts::{Early, Verdicts};
@@ -498,7 +499,7 @@ impl Watch {
         let interval = || self.end_and_interval().1.or(context.interval);
         let end = self.tentative.as_ref().map(|t| t.0).or(self.last_step);
         let stopped = end.is_some_and(|end| {
-            // As `rules::stopped`: every step after it skipped by the loss scaler.
+            // As `nonfinite::stopped`: every step after it skipped by the loss scaler.
             let skipped_after = context
                 .skipped_tail
                 .is_some_and(|(from, to)| from > end && to >= context.last_step);
@@ -514,7 +515,7 @@ impl Watch {
             None => &mut self.verdicts,
         };
         let of = |kind, severity: Option<Severity>| severity.map(|s| (kind, s));
-        // As `rules::nonfinite`: a gradient finite again after its NaNs was skipped.
+        // As `nonfinite::nonfinite`: a gradient finite again after its NaNs was skipped.
         let skipped = verdicts.nonfinite && !verdicts.last_nonfinite && role == Role::Gradient;
         let nonfinite = match (verdicts.nonfinite, skipped) {
             (_, true) => (!context.skips_recorded).then_some((Kind::Skipped, Severity::Info)),
