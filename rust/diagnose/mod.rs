@@ -24,6 +24,7 @@ mod nonfinite;
 mod optimizer;
 mod roles;
 mod rules;
+mod run_context;
 mod runs;
 mod scalars;
 mod series;

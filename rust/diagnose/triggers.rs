@@ -23,8 +23,9 @@ use super::loss_curve::LossCurve;
 use super::nonfinite::stopped_by;
 use super::optimizer::OptimizerKind;
 use super::roles::{is_reward, layer_kind, tensor_name, LayerKind};
+use super::run_context::Context;
 use super::runs::{other_than, rank, stood_still, weight_keys_of_bias, UNRANKED};
-use super::scalars::{nonfinite_severity, strongest, LossEvidence, LossFold};
+use super::scalars::{nonfinite_severity, strongest, LossFold};
 use super::series_start::median;
 use super::skipped::{self, StepRuns, SKIPPED_TAG};
 use super::spectral::{is_alpha, outside};
@@ -300,24 +301,8 @@ fn kind_index(kind: LayerKind) -> usize {
     2 * usize::from(kind.query_or_key) + usize::from(kind.bias)
 }
 
-/// What the rules of every series read from the rest of the run.
-pub(super) struct Context<'a> {
-    last_step: i64,
-    /// The median logging interval of the run's series that have one.
-    interval: Option<f64>,
-    pub loss: Option<LossEvidence>,
-    pub curve: Option<&'a LossCurve>,
-    /// The run's reward, where it rises (as `LossCurve::rising_reward` finds it).
-    pub reward: Option<&'a LossCurve>,
-    /// The first step a scalar of the run turned NaN or infinite.
-    nonfinite_scalar: Option<i64>,
-    /// The run records the steps its loss scaler skipped.
-    skips_recorded: bool,
-    /// The first and last of the skipped steps that end that record one after the other.
-    skipped_tail: Option<(i64, i64)>,
-}
-
 impl<'a> Context<'a> {
+    /// Made here from the run's watches, which are the triggers' own.
     fn of(
         run: &Run<'_>,
         series: &BTreeMap<String, Watch>,
@@ -359,10 +344,6 @@ impl<'a> Context<'a> {
                 Some((last - w.streak as i64 + 1, last))
             }),
         }
-    }
-
-    fn not_learning(&self) -> bool {
-        self.curve.is_some_and(|c| !c.learned())
     }
 }
 
