@@ -280,15 +280,6 @@ class DistanceTrack:
     scaled: Final[npt.NDArray[np.float64]]
 
 def compare_tracks(a: RunLoader, b: RunLoader, columns: list[int]) -> list[DistanceTrack]: ...
-def histogram_distance(
-    a: npt.NDArray[np.float64],
-    b: npt.NDArray[np.float64],
-    *,
-    stats: tuple[Stats, Stats] | None = None,
-    key: str = ...,
-    step_a: int = 0,
-    step_b: int = 0,
-) -> Distance | None: ...
 
 @final
 class CountedStep:
