@@ -18,7 +18,6 @@ LIVE_STEPS: int
 STEP_FIGURES: int
 CARD_BINS: int
 CARD_STEPS: int
-CARD_MAX_STEPS: int
 KINDS: list[str]
 WORST_SEVERITIES: dict[str, str]
 ROLES: list[str]
@@ -88,13 +87,6 @@ class ChartRecord:
     nonfinite_count: Final[float]
 
 @final
-class RebinRecord:
-    edges: Final[_F64]
-    counts: Final[_F64]
-    nonfinite_buckets: Final[int]
-    nonfinite_count: Final[float]
-
-@final
 class FileReport:
     path: Final[str]
     summary: Final[str]
@@ -142,10 +134,6 @@ def read_charts(
     runs: list[str] | None = None,
     tags: list[str] | None = None,
 ) -> ChartsRecord: ...
-def rebin(
-    steps: list[_F64], bins: int, extent: tuple[float, float] | None = None
-) -> RebinRecord: ...
-def bucket_extent(steps: list[_F64]) -> tuple[float, float] | None: ...
 def thin_indices(n: int, max_steps: int | None) -> _I64: ...
 def histogram(
     values: npt.NDArray[np.generic],
@@ -292,15 +280,6 @@ class DistanceTrack:
     scaled: Final[npt.NDArray[np.float64]]
 
 def compare_tracks(a: RunLoader, b: RunLoader, columns: list[int]) -> list[DistanceTrack]: ...
-def histogram_distance(
-    a: npt.NDArray[np.float64],
-    b: npt.NDArray[np.float64],
-    *,
-    stats: tuple[Stats, Stats] | None = None,
-    key: str = ...,
-    step_a: int = 0,
-    step_b: int = 0,
-) -> Distance | None: ...
 
 @final
 class CountedStep:

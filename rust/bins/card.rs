@@ -17,6 +17,7 @@ pub const CARD_STEPS: usize = 40;
 /// The most steps a card may ask for, so that one answer stays small however
 /// long a run grows.
 pub const CARD_MAX_STEPS: usize = 1000;
+const _: () = assert!(CARD_STEPS <= CARD_MAX_STEPS);
 
 /// Why a card cannot be drawn as asked.
 #[derive(Debug, Error, PartialEq)]

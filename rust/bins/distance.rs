@@ -232,6 +232,58 @@ mod tests {
         (w, ks)
     }
 
+    /// The mean and population standard deviation of integer samples.
+    fn mean_and_std(s: &[i32]) -> (f64, f64) {
+        let n = s.len() as f64;
+        let mean = s.iter().map(|&v| v as f64).sum::<f64>() / n;
+        let square = s.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+        (mean, square.sqrt())
+    }
+
+    /// Wasserstein-1 of two weighted samples (weights summing to 1): the area between
+    /// their distribution functions, step by step over the sorted values.
+    fn weighted_wasserstein(a: &[(f64, f64)], b: &[(f64, f64)]) -> f64 {
+        let mut points: Vec<(f64, f64)> = a
+            .iter()
+            .copied()
+            .chain(b.iter().map(|&(v, w)| (v, -w)))
+            .collect();
+        points.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut gap = 0.0;
+        let mut area = 0.0;
+        for pair in points.windows(2) {
+            gap += pair[0].1;
+            area += gap.abs() * (pair[1].0 - pair[0].0);
+        }
+        area
+    }
+
+    /// Each bucket as `n` values spread evenly over it, each weighing its share.
+    fn spread(rows: &[f64], n: usize) -> Vec<(f64, f64)> {
+        let total: f64 = rows.chunks_exact(3).map(|r| r[2]).sum();
+        rows.chunks_exact(3)
+            .flat_map(|r| {
+                (0..n).map(move |i| {
+                    let u = (i as f64 + 0.5) / n as f64;
+                    (r[0] + u * (r[1] - r[0]), r[2] / total / n as f64)
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spread_buckets_are_as_far_as_a_fine_sample_of_them() {
+        // An even spread over each bucket, sampled finely, is what the buckets stand for.
+        let a = [0.0, 1.0, 3.0, 1.0, 4.0, 1.0];
+        let b = [0.5, 2.0, 2.0, 2.0, 2.5, 2.0];
+        let d = distance(&a, &b, None).unwrap();
+        let sampled = weighted_wasserstein(&spread(&a, 20_000), &spread(&b, 20_000));
+        assert!(
+            (d.wasserstein / sampled - 1.0).abs() < 1e-3,
+            "{d:?} vs {sampled}"
+        );
+    }
+
     #[test]
     fn a_histogram_is_at_no_distance_from_itself() {
         let rows = [0.0, 1.0, 3.0, 1.0, 2.0, 1.0, 2.0, 2.0, 4.0];
@@ -317,6 +369,13 @@ mod tests {
             let (w, ks) = by_samples(&a, &b);
             prop_assert!((d.wasserstein - w).abs() < 1e-9, "{} vs {}", d.wasserstein, w);
             prop_assert!((d.ks - ks).abs() < 1e-12);
+            let ((mean_a, std_a), (mean_b, _)) = (mean_and_std(&a), mean_and_std(&b));
+            if std_a > 0.0 {
+                let shift = (mean_b - mean_a) / std_a;
+                prop_assert!((d.mean_shift - shift).abs() <= 1e-9 * shift.abs() + 1e-12);
+            } else {
+                prop_assert!(d.mean_shift.is_nan());
+            }
         }
 
         #[test]

@@ -154,6 +154,7 @@ impl Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn counts_are_shared_by_overlap() {
@@ -251,5 +252,116 @@ mod tests {
         let r = rebin(&[&[], &[]], 2);
         assert_eq!(r.edges, vec![-0.5, 0.0, 0.5]);
         assert_eq!(r.counts, vec![0.0; 4]);
+    }
+
+    /// A step of up to 12 buckets, each (left <= right) within ±1e6, some empty.
+    fn step() -> impl Strategy<Value = Vec<f64>> {
+        let count = prop_oneof![Just(0.0), 0.0f64..=1e4];
+        let bucket =
+            (-1e6f64..1e6, -1e6f64..1e6, count).prop_map(|(a, b, c)| [a.min(b), a.max(b), c]);
+        proptest::collection::vec(bucket, 0..=12).prop_map(|b| b.concat())
+    }
+
+    fn steps() -> impl Strategy<Value = Vec<Vec<f64>>> {
+        proptest::collection::vec(step(), 1..=6)
+    }
+
+    fn slices(steps: &[Vec<f64>]) -> Vec<&[f64]> {
+        steps.iter().map(Vec::as_slice).collect()
+    }
+
+    /// The overlap rule written plainly against the given edges, bin by bin.
+    fn plain_rebin(steps: &[Vec<f64>], edges: &[f64]) -> Vec<f64> {
+        let bins = edges.len() - 1;
+        let mut out = vec![0.0; steps.len() * bins];
+        for (row, buckets) in out.chunks_exact_mut(bins).zip(steps) {
+            for bucket in buckets.chunks_exact(3) {
+                let (left, right, count) = (bucket[0], bucket[1], bucket[2]);
+                if count == 0.0 {
+                    continue;
+                }
+                if left == right {
+                    let holding = edges.partition_point(|&e| e <= left) - 1;
+                    row[holding.min(bins - 1)] += count;
+                    continue;
+                }
+                for (j, slot) in row.iter_mut().enumerate() {
+                    let overlap = right.min(edges[j + 1]) - left.max(edges[j]);
+                    *slot += count * (overlap.max(0.0) / (right - left));
+                }
+            }
+        }
+        out
+    }
+
+    fn close(got: f64, want: f64) -> bool {
+        (got - want).abs() <= 1e-6 + 1e-9 * want.abs()
+    }
+
+    proptest! {
+        #[test]
+        fn counts_are_kept_and_the_bins_span_every_step(steps in steps(), bins in 1usize..=64) {
+            let r = rebin(&slices(&steps), bins);
+            prop_assert_eq!(r.nonfinite_buckets, 0);
+            prop_assert_eq!((r.edges.len(), r.counts.len()), (bins + 1, steps.len() * bins));
+            prop_assert!(r.edges.windows(2).all(|e| e[0] < e[1]), "{:?}", r.edges);
+            prop_assert!(r.counts.iter().all(|&c| c >= 0.0));
+            for (row, buckets) in r.counts.chunks_exact(bins).zip(&steps) {
+                let total: f64 = buckets.chunks_exact(3).map(|b| b[2]).sum();
+                prop_assert!(close(row.iter().sum(), total), "{row:?} for {total}");
+            }
+            let full: Vec<&[f64]> = steps.iter().flat_map(|s| s.chunks_exact(3)).filter(|b| b[2] > 0.0).collect();
+            let lo = full.iter().map(|b| b[0]).fold(f64::INFINITY, f64::min);
+            let hi = full.iter().map(|b| b[1]).fold(f64::NEG_INFINITY, f64::max);
+            if hi > lo {
+                prop_assert_eq!((r.edges[0], r.edges[bins]), (lo, hi));
+            }
+        }
+
+        #[test]
+        fn counts_are_the_plain_overlap_rules(steps in steps(), bins in 1usize..=40) {
+            let r = rebin(&slices(&steps), bins);
+            let want = plain_rebin(&steps, &r.edges);
+            prop_assert!(r.counts.iter().zip(&want).all(|(&g, &w)| close(g, w)), "{:?} != {want:?}", r.counts);
+        }
+
+        #[test]
+        fn a_bucket_inside_one_bin_stays_in_that_bin(
+            bins in 1usize..=50,
+            at in 0.0f64..1.0,
+            start in 0.0f64..1.0,
+            width in 0.0f64..=1.0,
+        ) {
+            let frame = [0.0, 0.0, 1.0, 10.0, 10.0, 1.0]; // fixes the span to 0..10
+            let edges = rebin(&[&frame], bins).edges;
+            let j = ((at * bins as f64) as usize).min(bins - 1);
+            let (lo, hi) = (edges[j], edges[j + 1]);
+            let left = lo + start * (hi - lo);
+            prop_assume!(left < hi); // [hi, hi] belongs to bin j + 1
+            let right = (left + width * (hi - left)).min(hi);
+            let r = rebin(&[&frame, &[left, right, 7.0]], bins);
+            let inner = &r.counts[bins..];
+            prop_assert_eq!(inner[j], 7.0);
+            prop_assert_eq!(inner.iter().sum::<f64>(), 7.0);
+        }
+
+        /// How the report rebins a key run by run: each part over the extent of all.
+        #[test]
+        fn any_split_rebinned_over_the_joint_extent_is_the_whole_rebinned(
+            steps in steps(),
+            split in 0usize..=5,
+            bins in 1usize..=40,
+        ) {
+            let all = slices(&steps);
+            let together = rebin(&all, bins);
+            let (first, second) = all.split_at(split.min(all.len()));
+            let joint = [extent(first), extent(second)]
+                .into_iter()
+                .flatten()
+                .reduce(|x, y| (x.0.min(y.0), x.1.max(y.1)));
+            let apart = [rebin_over(first, joint, bins), rebin_over(second, joint, bins)];
+            prop_assert!(apart.iter().all(|r| r.edges == together.edges));
+            prop_assert_eq!([&apart[0].counts[..], &apart[1].counts[..]].concat(), together.counts);
+        }
     }
 }

@@ -34,6 +34,7 @@ pub fn thin_indices(n: usize, max_steps: Option<usize>) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn keeps_maidrs_steps() {
@@ -63,5 +64,24 @@ mod tests {
         assert_eq!(thin_indices(5, None), vec![0, 1, 2, 3, 4]);
         assert_eq!(thin_indices(0, Some(3)), Vec::<usize>::new());
         assert_eq!(thin_indices(3, Some(1)), vec![0]);
+    }
+
+    proptest! {
+        #[test]
+        fn thinning_is_even_and_keeps_the_ends(
+            n in 0usize..=5000,
+            max_steps in proptest::option::of(2usize..=300),
+        ) {
+            let kept = thin_indices(n, max_steps);
+            prop_assert_eq!(kept.len(), max_steps.map_or(n, |m| n.min(m)));
+            if n > 0 {
+                prop_assert_eq!((kept[0], kept[kept.len() - 1]), (0, n - 1));
+            }
+            let gaps: Vec<usize> = kept.windows(2).map(|w| w[1] - w[0]).collect();
+            prop_assert!(gaps.iter().all(|&g| g >= 1));
+            if let (Some(least), Some(most)) = (gaps.iter().min(), gaps.iter().max()) {
+                prop_assert!(most - least <= 1, "{:?}", gaps);
+            }
+        }
     }
 }

@@ -1,7 +1,10 @@
 //! The rules for activations: dead units (all at 0) and saturated ones (at the ends of ±1 or
 //! of 0 and 1).
 
-use super::rules::{median, percent, sustained, Context};
+use super::context::Context;
+use super::series_start::median;
+use super::sustained::sustained;
+use super::wording::percent;
 use super::{Finding, Kind, Severity};
 use crate::histograms::profile::StepProfile;
 

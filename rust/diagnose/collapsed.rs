@@ -1,8 +1,10 @@
 //! The `collapsed` rule: a spread gone to almost one value, or a parameter's scale
 //! decayed far below its start while the run's loss does not improve.
 
+use super::context::Context;
 use super::loss_curve::LossCurve;
-use super::rules::{noun, power_of_ten, sci, sustained, Context};
+use super::sustained::sustained;
+use super::wording::{noun, power_of_ten, sci};
 use super::{Finding, Kind, Role, Severity};
 use crate::histograms::profile::StepProfile;
 

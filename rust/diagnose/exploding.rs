@@ -16,8 +16,9 @@
 //!   not learn, a warning; not back, an error. Without a loss: one spike is an
 //!   `info`, more a warning.
 
+use super::context::Context;
 use super::loss_curve::LossCurve;
-use super::rules::{noun, sci, Context};
+use super::wording::{noun, sci};
 use super::{Finding, Kind, Role, Severity};
 
 /// Values growing this many times above their early scale are exploding...

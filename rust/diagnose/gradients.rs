@@ -5,9 +5,11 @@
 //! does not shrink with its gradient, so a small but steady gradient is judged
 //! against the other layers only where its parameter stopped moving.
 
+use super::context::Context;
 use super::optimizer::OptimizerKind;
 use super::roles::layer_kind;
-use super::rules::{power_of_ten, sci, sustained, Context};
+use super::sustained::sustained;
+use super::wording::{power_of_ten, sci};
 use super::{Finding, Kind, Severity};
 
 /// Gradients with a root mean square below this are vanishing, whatever their layer.

@@ -2,7 +2,7 @@
 //! level, and whether the run learned; what tells a spike that healed from an explosion
 //! and weights that decayed from a model that trains.
 
-use super::rules::median;
+use super::series_start::median;
 use super::Role;
 use crate::logdir::evidence::ScalarSeries;
 

@@ -2,35 +2,43 @@
 //!
 //! Each step is first reduced to a [`StepProfile`] (scale, spread, mass at zero
 //! and at the ends of bounded ranges; `histograms::profile`, which the viewer's
-//! index reads too) from its stored statistics or its buckets; the rules in
-//! `rules` then compare profiles along a series, against its own early steps
-//! and against the run's other gradients, weighing what the run's files hold
-//! besides histograms ([`RunEvidence`]: its scalars, whose losses show a
-//! divergence, and the optimizer `watch` noted). The thresholds, and why they
-//! have their values, are in `rules` and `docs/diagnosis.md`.
+//! index reads too) from its stored statistics or its buckets; the rules (each
+//! in its file, called by `rules` by a series' role, sharing `context`,
+//! `series_start`, `sustained` and `wording`) then compare profiles along a
+//! series, against its own early steps and against the run's other gradients,
+//! weighing what the run's files hold besides histograms ([`RunEvidence`]: its
+//! scalars, whose losses show a divergence, and the optimizer `watch` noted).
+//! The thresholds, and why they have their values, are in the rules' files and
+//! `docs/diagnosis.md`.
 
 mod activations;
 mod collapsed;
+mod context;
 mod exploding;
 mod gradients;
 #[cfg(test)]
 mod healing_tests;
 mod live;
 mod loss_curve;
+mod nonfinite;
 mod optimizer;
 mod roles;
 mod rules;
+mod run_context;
 mod runs;
 mod scalars;
 mod series;
+mod series_start;
 mod skipped;
 mod spectral;
+mod sustained;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod trigger_tests;
 mod triggers;
 mod verdicts;
+mod wording;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -278,7 +286,7 @@ pub fn diagnose_profiled(
     let histograms = (0..series.len()).into_par_iter().flat_map_iter(|i| {
         let s = &series[i];
         let summary = &runs[s.run];
-        let context = rules::Context {
+        let context = context::Context {
             run: s.run,
             key: s.tag,
             role: roles[i],

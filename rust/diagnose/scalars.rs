@@ -1,7 +1,7 @@
 //! The rules for a run's scalars: NaN or infinite values, and the loss as evidence that the
 //! run's values explode.
 
-use super::rules::sci;
+use super::wording::sci;
 use super::{Finding, Kind, Role, Severity};
 use crate::logdir::evidence::ScalarSeries;
 

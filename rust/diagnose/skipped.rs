@@ -10,9 +10,9 @@
 //!
 //! histoscope's watch writes each skipped step as the scalar [`SKIPPED_TAG`] (the count so
 //! far); files of other tools hold the skipped steps' gradients instead, NaN or infinite at
-//! steps after which they are finite again, which `rules::nonfinite` judges here too.
+//! steps after which they are finite again, which `nonfinite::nonfinite` judges here too.
 
-use super::rules::noun;
+use super::wording::noun;
 use super::{Finding, Kind, Role, Severity};
 use crate::logdir::evidence::ScalarSeries;
 

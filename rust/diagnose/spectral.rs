@@ -7,7 +7,7 @@
 //! published models, not thresholds tuned on histoscope's zoo, so a finding here is
 //! only ever `Info`: it says where a layer stands, never that training is broken.
 
-use super::rules::sci;
+use super::wording::sci;
 use super::{Finding, Kind, Role, Severity};
 use crate::logdir::evidence::ScalarSeries;
 

@@ -20,11 +20,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::exploding::heal_wait;
 use super::loss_curve::LossCurve;
+use super::nonfinite::stopped_by;
 use super::optimizer::OptimizerKind;
 use super::roles::{is_reward, layer_kind, tensor_name, LayerKind};
-use super::rules::{median, stopped_by};
+use super::run_context::Context;
 use super::runs::{other_than, rank, stood_still, weight_keys_of_bias, UNRANKED};
-use super::scalars::{nonfinite_severity, strongest, LossEvidence, LossFold};
+use super::scalars::{nonfinite_severity, strongest, LossFold};
+use super::series_start::median;
 use super::skipped::{self, StepRuns, SKIPPED_TAG};
 use super::spectral::{is_alpha, outside};
 use super::verdicts::{Early, Verdicts};
@@ -299,24 +301,8 @@ fn kind_index(kind: LayerKind) -> usize {
     2 * usize::from(kind.query_or_key) + usize::from(kind.bias)
 }
 
-/// What the rules of every series read from the rest of the run.
-pub(super) struct Context<'a> {
-    last_step: i64,
-    /// The median logging interval of the run's series that have one.
-    interval: Option<f64>,
-    pub loss: Option<LossEvidence>,
-    pub curve: Option<&'a LossCurve>,
-    /// The run's reward, where it rises (as `LossCurve::rising_reward` finds it).
-    pub reward: Option<&'a LossCurve>,
-    /// The first step a scalar of the run turned NaN or infinite.
-    nonfinite_scalar: Option<i64>,
-    /// The run records the steps its loss scaler skipped.
-    skips_recorded: bool,
-    /// The first and last of the skipped steps that end that record one after the other.
-    skipped_tail: Option<(i64, i64)>,
-}
-
 impl<'a> Context<'a> {
+    /// Made here from the run's watches, which are the triggers' own.
     fn of(
         run: &Run<'_>,
         series: &BTreeMap<String, Watch>,
@@ -358,10 +344,6 @@ impl<'a> Context<'a> {
                 Some((last - w.streak as i64 + 1, last))
             }),
         }
-    }
-
-    fn not_learning(&self) -> bool {
-        self.curve.is_some_and(|c| !c.learned())
     }
 }
 
@@ -498,7 +480,7 @@ impl Watch {
         let interval = || self.end_and_interval().1.or(context.interval);
         let end = self.tentative.as_ref().map(|t| t.0).or(self.last_step);
         let stopped = end.is_some_and(|end| {
-            // As `rules::stopped`: every step after it skipped by the loss scaler.
+            // As `nonfinite::stopped`: every step after it skipped by the loss scaler.
             let skipped_after = context
                 .skipped_tail
                 .is_some_and(|(from, to)| from > end && to >= context.last_step);
@@ -514,7 +496,7 @@ impl Watch {
             None => &mut self.verdicts,
         };
         let of = |kind, severity: Option<Severity>| severity.map(|s| (kind, s));
-        // As `rules::nonfinite`: a gradient finite again after its NaNs was skipped.
+        // As `nonfinite::nonfinite`: a gradient finite again after its NaNs was skipped.
         let skipped = verdicts.nonfinite && !verdicts.last_nonfinite && role == Role::Gradient;
         let nonfinite = match (verdicts.nonfinite, skipped) {
             (_, true) => (!context.skips_recorded).then_some((Kind::Skipped, Severity::Info)),

@@ -5,8 +5,9 @@ use super::activations::{is_dead, is_saturated, Bounded};
 use super::collapsed::{scale_fell, spread_fell};
 use super::exploding::{episode_back, flagged, growth_needed, EpisodeBack};
 use super::gradients::{bias_vanished, vanished};
-use super::rules::{early_scale, start_scale, Sustained, EARLY_STEPS};
-use super::triggers::Context;
+use super::run_context::Context;
+use super::series_start::{early_scale, start_scale, EARLY_STEPS};
+use super::sustained::Sustained;
 use super::{Role, Severity};
 use crate::histograms::profile::StepProfile;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::logdir::storage::Storage;
+use crate::logdir::storage::{Dir, Storage};
 
 /// Why a log directory could not be read at all.
 #[derive(Debug, Error)]
@@ -29,6 +29,34 @@ pub struct RunFiles {
     pub sizes: Vec<Option<u64>>,
     /// What holds the files.
     pub storage: Storage,
+}
+
+impl RunFiles {
+    /// The bytes of its files as listed; a size the listing left out counts as 0.
+    pub fn listed_bytes(&self) -> u64 {
+        self.sizes.iter().map(|s| s.unwrap_or(0)).sum()
+    }
+}
+
+impl Dir {
+    /// Its runs, each with its events files in reading order, by the same grouping
+    /// rule wherever the files are ([`group_runs`]).
+    pub fn discover(&self) -> Result<Vec<RunFiles>, LogdirError> {
+        match &self.storage {
+            Storage::Disk => discover_runs(&self.root),
+            Storage::Store(store) => {
+                let listing = store.list(&self.root).map_err(|source| LogdirError::Io {
+                    path: self.root.clone(),
+                    source,
+                })?;
+                let mut runs = group_listing(&self.root, listing);
+                for run in &mut runs {
+                    run.storage = self.storage.clone();
+                }
+                Ok(runs)
+            }
+        }
+    }
 }
 
 /// Finds the runs under `logdir`, the root included, each with its events files in name order.

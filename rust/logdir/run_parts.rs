@@ -3,17 +3,20 @@
 //! profiles, and the scalars and notes diagnosis weighs.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::Path;
 
 use crate::histograms::profile::profile;
 use crate::histograms::profiled::ProfiledSeries;
 use crate::histograms::series::Series;
+use crate::logdir::discover::RunFiles;
 use crate::logdir::evidence::{Evidenced, Mark, RunEvidence};
 use crate::logdir::merge::{merge_run, Merged, MergedRun};
 use crate::logdir::run::{LoadedRun, Reading};
+use crate::logdir::storage::Storage;
 use crate::read::event_file::{
-    decode_records, read_event_file_into, Entry, FileContents, PointView, Sink, HISTOGRAM_PLUGIN,
+    decode_records, open_error, read_event_file_into, Entry, FileContents, PointView, Sink,
+    HISTOGRAM_PLUGIN,
 };
 use crate::read::report::FileReport;
 use crate::read::tf_record::RecordReader;
@@ -100,6 +103,35 @@ pub fn read_part(
         }
     };
     RunPart { done, marks }
+}
+
+impl RunFiles {
+    /// Decodes this run's file at `index` as [`read_part`] does, from the disk or the
+    /// store that holds it; a file that cannot be opened is reported, not raised.
+    pub fn read_part(
+        &self,
+        index: usize,
+        tags: Option<&std::collections::HashSet<String>>,
+        reading: Reading,
+    ) -> RunPart {
+        let path = self.files[index].as_path();
+        let alone = self.files.len() == 1;
+        match &self.storage {
+            Storage::Disk => read_part(&self.name, path, tags, reading, alone),
+            Storage::Store(store) => {
+                let mut report = FileReport::new(Path::new(&store.url(path)));
+                let reader: Box<dyn Read + Send> = match store.open(path) {
+                    Ok(reader) => reader,
+                    Err(e) => {
+                        report.error = Some(open_error(&e));
+                        Box::new(io::empty())
+                    }
+                };
+                let reader = RecordReader::new(reader, self.sizes[index]);
+                read_part(&self.name, Fed { reader, report }, tags, reading, alone)
+            }
+        }
+    }
 }
 
 /// The run named `name` from its files' parts, in file order.

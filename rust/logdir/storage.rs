@@ -2,8 +2,9 @@
 //! local disk, or an object store the caller reaches (fsspec's buckets, through `py/`).
 //!
 //! As TensorBoard's data server reads `disk_logdir.rs` and its GCS logdir alike, every
-//! reader here (`load.rs`, `stream.rs`) finds runs with [`Dir::discover`] and decodes a
-//! file with [`RunFiles::read_part`], whatever holds the bytes.
+//! reader here (`load.rs`, `stream.rs`) finds runs with `Dir::discover` (`discover.rs`)
+//! and decodes a file with `RunFiles::read_part` (`run_parts.rs`), whatever holds the
+//! bytes.
 
 use std::fmt;
 use std::io::{self, Read};
@@ -11,13 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
-
-use crate::logdir::discover::{discover_runs, group_listing, LogdirError, RunFiles};
-use crate::logdir::run::Reading;
-use crate::logdir::run_parts::{read_part, Fed, RunPart};
-use crate::read::event_file::open_error;
-use crate::read::report::FileReport;
-use crate::read::tf_record::RecordReader;
 
 /// How much of a store's file one request fetches (fsspec's block size): large enough
 /// that a request's latency is paid rarely, small enough to stream a growing file.
@@ -123,59 +117,6 @@ impl Dir {
             storage: Storage::Disk,
         }
     }
-
-    /// Its runs, each with its events files in reading order, by the same grouping
-    /// rule wherever the files are (`discover.rs`).
-    pub fn discover(&self) -> Result<Vec<RunFiles>, LogdirError> {
-        match &self.storage {
-            Storage::Disk => discover_runs(&self.root),
-            Storage::Store(store) => {
-                let listing = store.list(&self.root).map_err(|source| LogdirError::Io {
-                    path: self.root.clone(),
-                    source,
-                })?;
-                let mut runs = group_listing(&self.root, listing);
-                for run in &mut runs {
-                    run.storage = self.storage.clone();
-                }
-                Ok(runs)
-            }
-        }
-    }
-}
-
-impl RunFiles {
-    /// Decodes this run's file at `index` as [`read_part`] does, from the disk or the
-    /// store that holds it; a file that cannot be opened is reported, not raised.
-    pub fn read_part(
-        &self,
-        index: usize,
-        tags: Option<&std::collections::HashSet<String>>,
-        reading: Reading,
-    ) -> RunPart {
-        let path = self.files[index].as_path();
-        let alone = self.files.len() == 1;
-        match &self.storage {
-            Storage::Disk => read_part(&self.name, path, tags, reading, alone),
-            Storage::Store(store) => {
-                let mut report = FileReport::new(Path::new(&store.url(path)));
-                let reader: Box<dyn Read + Send> = match store.open(path) {
-                    Ok(reader) => reader,
-                    Err(e) => {
-                        report.error = Some(open_error(&e));
-                        Box::new(io::empty())
-                    }
-                };
-                let reader = RecordReader::new(reader, self.sizes[index]);
-                read_part(&self.name, Fed { reader, report }, tags, reading, alone)
-            }
-        }
-    }
-
-    /// The bytes of its files as listed; a size the listing left out counts as 0.
-    pub fn listed_bytes(&self) -> u64 {
-        self.sizes.iter().map(|s| s.unwrap_or(0)).sum()
-    }
 }
 
 #[cfg(test)]
@@ -186,6 +127,8 @@ pub mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+    use crate::logdir::discover::RunFiles;
+    use crate::logdir::run::Reading;
     use crate::logdir::run_parts::assemble_run;
     use crate::logdir::run_parts::tests::VARIED;
 

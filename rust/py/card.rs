@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use super::follow::RunLoaderHandle;
 use super::records::{matrix, SeriesRecord};
-use crate::bins::card::{CardRequest, CARD_BINS, CARD_MAX_STEPS, CARD_STEPS};
+use crate::bins::card::{CardRequest, CARD_BINS, CARD_STEPS};
 use crate::bins::shared::SharedCharts;
 use crate::logdir::card::{read_card as core_read_card, Card, CardFailure, CardRun, CountedStep};
 
@@ -109,7 +109,7 @@ impl CardRecord {
 /// The card of `tag` across `runs` (their loaders, each locked on its own): per run up
 /// to `max_steps` steps within `from_step..=to_step`, thinned, and the last step at or
 /// before `step` with the one before it, all on `bins` shared equal bins (defaults:
-/// `CARD_STEPS`, capped at `CARD_MAX_STEPS`, and `CARD_BINS`). ValueError for a window
+/// `CARD_STEPS`, capped at the core's `CARD_MAX_STEPS` of 1000, and `CARD_BINS`). ValueError for a window
 /// ending before it starts or bins past `MAX_BINS`.
 #[pyfunction]
 #[pyo3(signature = (runs, tag, *, step=None, from_step=None, to_step=None, max_steps=None, bins=None))]
@@ -235,6 +235,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_card, m)?)?;
     m.add("CARD_BINS", CARD_BINS)?;
     m.add("CARD_STEPS", CARD_STEPS)?;
-    m.add("CARD_MAX_STEPS", CARD_MAX_STEPS)?;
     Ok(())
 }

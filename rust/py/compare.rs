@@ -1,13 +1,12 @@
 //! Bindings for distances between histograms and for runs compared key by key.
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::follow::RunLoaderHandle;
-use super::records::{BorrowedSeries, SeriesRecord, StatsRecord};
-use crate::bins::distance::{distance, Distance};
-use crate::histograms::stats::Stats;
+use super::records::{BorrowedSeries, SeriesRecord};
+use crate::bins::distance::Distance;
 
 use crate::logdir::compare::{
     compare, distance_tracks, Comparison, KeyDistance, Loaded, LoadedKey, StepPick,
@@ -191,38 +190,6 @@ fn compare_tracks(
         .collect())
 }
 
-fn rows<'a>(name: &str, array: &'a PyReadonlyArray2<'_, f64>) -> PyResult<&'a [f64]> {
-    if array.shape()[1] != 3 {
-        return Err(PyValueError::new_err(format!(
-            "{name} must have 3 columns (left, right, count), got {}",
-            array.shape()[1]
-        )));
-    }
-    array
-        .as_slice()
-        .map_err(|_| PyValueError::new_err(format!("{name} must be C-contiguous")))
-}
-
-/// How the `(k, 3)` buckets `b` differ from `a`, as `key` from `step_a` to `step_b`; None
-/// when either holds no finite value. `stats`, where both sides have them, give the
-/// means and standard deviations.
-#[pyfunction]
-#[pyo3(signature = (a, b, *, stats=None, key=String::new(), step_a=0, step_b=0))]
-fn histogram_distance(
-    py: Python<'_>,
-    a: PyReadonlyArray2<'_, f64>,
-    b: PyReadonlyArray2<'_, f64>,
-    stats: Option<(StatsRecord, StatsRecord)>,
-    key: String,
-    step_a: i64,
-    step_b: i64,
-) -> PyResult<Option<DistanceRecord>> {
-    let (a, b) = (rows("a", &a)?, rows("b", &b)?);
-    let stats = stats.map(|(x, y)| (Stats::from(x), Stats::from(y)));
-    let found = py.detach(|| distance(a, b, stats.as_ref().map(|(x, y)| (x, y))));
-    Ok(found.map(|d| DistanceRecord::new(key, step_a, step_b, d)))
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DistanceRecord>()?;
     m.add_class::<ComparisonRecord>()?;
@@ -230,6 +197,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare_series, m)?)?;
     m.add_function(wrap_pyfunction!(compare_tracks, m)?)?;
     m.add_class::<DistanceTrackRecord>()?;
-    m.add_function(wrap_pyfunction!(histogram_distance, m)?)?;
     Ok(())
 }

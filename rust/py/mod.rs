@@ -1,22 +1,19 @@
 //! The Python bindings, `histoscope._core`: argument conversion and GIL release, nothing else.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2};
-use pyo3::exceptions::PyValueError;
+use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 
 use crate::bins::chart::{CHART_BINS, CHART_STEPS};
 use crate::bins::edges::{check_bin_count, DEFAULT_BINS, MAX_BINS};
-use crate::bins::rebin::{extent, rebin, rebin_over};
 use crate::bins::thin::thin_indices;
 use crate::diagnose::{Kind, Role, Severity};
 use crate::histograms::stats::Stats;
 use crate::logdir::discover::LogdirError;
 use crate::logdir::load::logdir_charts;
 use crate::logdir::load::{LogdirSource, Selection};
-use records::{ChartsRecord, LogdirRecord, RebinRecord};
+use records::{ChartsRecord, LogdirRecord};
 
 mod arrays;
 mod batch;
@@ -84,53 +81,6 @@ fn read_charts(
     ChartsRecord::new(py, charted)
 }
 
-/// Rebins the buckets of several steps, each an (n, 3) float64 array, onto `bins` equal bins
-/// spanning `extent` (`bucket_extent` of these steps and maybe others; default: of these).
-#[pyfunction(name = "rebin")]
-#[pyo3(signature = (steps, bins, extent=None))]
-fn rebin_steps<'py>(
-    py: Python<'py>,
-    steps: Vec<PyReadonlyArray2<'py, f64>>,
-    bins: usize,
-    extent: Option<(f64, f64)>,
-) -> PyResult<RebinRecord> {
-    check_bins(bins)?;
-    let flat = step_slices(&steps)?;
-    let steps: Vec<&[f64]> = flat.iter().map(|s| &**s).collect();
-    let r = py.detach(|| match extent {
-        Some(extent) => rebin_over(&steps, Some(extent), bins),
-        None => rebin(&steps, bins),
-    });
-    RebinRecord::new(py, r)
-}
-
-/// The smallest and largest edge of the non-empty finite buckets of several steps, each
-/// an (n, 3) float64 array; None where there is none.
-#[pyfunction]
-fn bucket_extent(steps: Vec<PyReadonlyArray2<'_, f64>>) -> PyResult<Option<(f64, f64)>> {
-    let flat = step_slices(&steps)?;
-    Ok(extent(&flat.iter().map(|s| &**s).collect::<Vec<_>>()))
-}
-
-/// Each step's buckets as one slice: read in place where the array is in row order
-/// (a step of a series' flat buckets is), else copied in row order.
-fn step_slices<'a>(steps: &'a [PyReadonlyArray2<'_, f64>]) -> PyResult<Vec<Cow<'a, [f64]>>> {
-    steps
-        .iter()
-        .map(|a| {
-            if a.as_array().ncols() != 3 {
-                return Err(PyValueError::new_err(
-                    "each step must be an (n, 3) array of buckets",
-                ));
-            }
-            Ok(match a.as_array().to_slice() {
-                Some(slice) => Cow::Borrowed(slice),
-                None => Cow::Owned(a.as_array().iter().copied().collect()),
-            })
-        })
-        .collect()
-}
-
 /// The indices charts keep of `n` steps with `max_steps` (None: all): maidr's.
 #[pyfunction(name = "thin_indices")]
 #[pyo3(signature = (n, max_steps))]
@@ -147,8 +97,6 @@ fn thin<'py>(py: Python<'py>, n: usize, max_steps: Option<usize>) -> Bound<'py, 
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(read_charts, m)?)?;
-    m.add_function(wrap_pyfunction!(rebin_steps, m)?)?;
-    m.add_function(wrap_pyfunction!(bucket_extent, m)?)?;
     m.add_function(wrap_pyfunction!(thin, m)?)?;
     m.add("STAT_NAMES", Stats::NAMES.to_vec())?;
     m.add("MAX_BINS", MAX_BINS)?;

@@ -193,26 +193,6 @@ impl ChartRecord {
     }
 }
 
-/// Several steps' buckets counted again in the same equal bins.
-#[pyclass(frozen, get_all, module = "histoscope._core")]
-pub struct RebinRecord {
-    pub edges: Array1<f64>,
-    pub counts: Array2,
-    pub nonfinite_buckets: usize,
-    pub nonfinite_count: f64,
-}
-
-impl RebinRecord {
-    pub fn new(py: Python<'_>, r: Rebinned) -> PyResult<Self> {
-        Ok(RebinRecord {
-            counts: matrix(py, r.counts, r.edges.len().saturating_sub(1))?,
-            edges: r.edges.into_pyarray(py).unbind(),
-            nonfinite_buckets: r.nonfinite_buckets,
-            nonfinite_count: r.nonfinite_count,
-        })
-    }
-}
-
 /// One histogram's statistics by name (the core's `Stats`); NaN where unknown.
 #[pyclass(
     frozen,
@@ -519,7 +499,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StatsRecord>()?;
     m.add_class::<BinnedHistogram>()?;
     m.add_class::<ChartRecord>()?;
-    m.add_class::<RebinRecord>()?;
     m.add_class::<FileReportRecord>()?;
     m.add_class::<LogdirRecord>()?;
     m.add_class::<ChartsRecord>()?;

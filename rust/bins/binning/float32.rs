@@ -3,9 +3,10 @@
 use super::grid32::{tally_grid32, tally_inside};
 use super::locate::Binner;
 use super::moments::{moments, Moments, LANES};
-use super::passes::{Passes, Unit};
+use super::passes::Passes;
 use super::simd::has_avx2;
 use super::tally::tally;
+use super::weights::Unit;
 
 /// Unweighted float32 values, in float32 where that gives the same results:
 /// the extremes, and most values' bins.

@@ -1,10 +1,10 @@
 //! Equal bins located in float32 arithmetic: the grid, its error bound, and the counting kernels that use it.
 
-use super::locate::Grid;
+use super::copies::{Copies, BLOCK};
+use super::grid::Grid;
 use super::moments::{Moments, LANES};
-use super::passes::Unit;
 use super::simd::has_avx2;
-use super::tally::{Copies, BLOCK};
+use super::weights::Unit;
 
 /// Equal bins located in float32 arithmetic, eight values to an AVX2
 /// instruction instead of four, with the float64 `Grid` for the few values

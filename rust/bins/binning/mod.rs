@@ -9,16 +9,19 @@
 //! located in float32 where that gives the same result (`float32`), twice as
 //! many to an instruction.
 //!
-//! The topics: `moments` (statistics), `locate` (a value's bin), `tally`
-//! (counting), `float32` (the float32 path), `grid32` (float32 bins),
-//! `simd` (the AVX2 dispatch),
-//! `passes` (which ties them together per element type) and `batch` (many
-//! arrays at once, in parallel).
+//! The topics: `weights` (every value counting 1, or given weights), `moments`
+//! (statistics), `locate` (a value's bin; `grid`, equal bins by arithmetic),
+//! `tally` (counting, into `copies` of the counts), `float32` (the float32
+//! path), `grid32` (float32 bins), `simd` (the AVX2 dispatch), `passes` (which
+//! ties them together per element type) and `batch` (many arrays at once, in
+//! parallel).
 
 #[macro_use]
 mod simd;
 pub mod batch;
+mod copies;
 mod float32;
+mod grid;
 mod grid32;
 mod locate;
 mod moments;
@@ -26,6 +29,7 @@ mod passes;
 mod tally;
 #[cfg(test)]
 mod tests;
+mod weights;
 
 use std::sync::OnceLock;
 
@@ -40,8 +44,9 @@ use crate::histograms::stats::Stats;
 use float32::Float32;
 use locate::Binner;
 use moments::merge_moments;
-use passes::{Given, Passes, Unit, Widened};
+use passes::{Passes, Widened};
 use tally::merge_tallies;
+use weights::{Given, Unit};
 
 /// Values per chunk: a unit of parallel work small enough to stay in the cache
 /// between the two passes when the range is known in advance.

@@ -2,7 +2,7 @@
 
 use crate::histograms::stats::Stats;
 
-use super::passes::Weights;
+use super::weights::Weights;
 
 /// Independent accumulators in the statistics pass, so that the additions of
 /// consecutive values do not wait on each other and can be vectorised.
