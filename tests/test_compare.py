@@ -1,14 +1,18 @@
-"""`histoscope.compare` and `histoscope diff`: distances between runs, on a planted sweep
-written by each writer. The distances' own laws (against the samples exact buckets hold,
-symmetry, spread buckets) are checked in Rust, in rust/bins/distance.rs."""
+"""`histoscope.compare` and `histoscope diff`: distances between runs, checked against SciPy
+through the public `compare` on series already loaded, and on a planted sweep written by
+each writer. The distances' own laws are also checked in Rust, in rust/bins/distance.rs."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import histoscope as hs
 from histoscope import _core, cli
@@ -17,6 +21,56 @@ from histoscope.compare import compare
 #: The layers of the planted sweep, and how the changed run moves three of them.
 LAYERS = [f"layer{i:02d}/weight" for i in range(12)]
 CHANGED = {"layer03/weight": 1.8, "layer07/weight": 0.4, "layer10/weight": "shift"}
+
+
+def distance(a: np.ndarray, b: np.ndarray) -> hs.KeyDistance:
+    """How buckets ``b`` differ from buckets ``a``, by `compare` on two one-step series."""
+    side = {
+        run: hs.HistogramSeries(
+            run, "k", steps=[0], wall_times=[0.0], flat_buckets=rows, offsets=[0, len(rows)]
+        )
+        for run, rows in (("a", a), ("b", b))
+    }
+    compared = compare({"k": side}, a="a", b="b")
+    assert len(compared) == 1, compared.to_dict()
+    return compared[0]
+
+
+def exact(samples: np.ndarray) -> np.ndarray:
+    """Exact buckets of integer samples: one bucket of no width per distinct value."""
+    values, counts = np.unique(samples, return_counts=True)
+    return np.column_stack([values, values, counts]).astype(np.float64)
+
+
+samples = st.lists(st.integers(-30, 30), min_size=1, max_size=60).map(np.array)
+
+
+@settings(max_examples=100, deadline=None)
+@given(samples, samples)
+def test_exact_buckets_give_scipys_distances_of_the_samples(a: np.ndarray, b: np.ndarray) -> None:
+    found = distance(exact(a), exact(b))
+    assert found.wasserstein == pytest.approx(scipy.stats.wasserstein_distance(a, b), abs=1e-9)
+    assert found.ks == pytest.approx(scipy.stats.ks_2samp(a, b).statistic, abs=1e-12)
+    assert found.mean_shift == pytest.approx(
+        (b.mean() - a.mean()) / a.std() if a.std() > 0 else math.nan, nan_ok=True, rel=1e-9
+    )
+
+
+def test_spread_buckets_agree_with_scipy_on_fine_samples() -> None:
+    # An even spread over each bucket, sampled finely, is what the buckets stand for.
+    a = np.array([[0.0, 1.0, 3.0], [1.0, 4.0, 1.0]])
+    b = np.array([[0.5, 2.0, 2.0], [2.0, 2.5, 2.0]])
+
+    def spread(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        u = (np.arange(20000) + 0.5) / 20000
+        values = np.concatenate([left + u * (right - left) for left, right, _ in rows])
+        weights = np.concatenate([np.full(u.size, count / u.size) for _, _, count in rows])
+        return values, weights
+
+    (va, wa), (vb, wb) = spread(a), spread(b)
+    assert distance(a, b).wasserstein == pytest.approx(
+        scipy.stats.wasserstein_distance(va, vb, wa, wb), rel=1e-3
+    )
 
 
 def weights(layer: str, changed: bool, step: int) -> np.ndarray:
