@@ -68,7 +68,7 @@ def test_one_logdir_in_a_list_is_named_like_several(fixtures: Path) -> None:
 def test_runs_select_by_full_name_and_missing_ones_warn(fixtures: Path) -> None:
     logdirs = [fixtures / "torch_writer", fixtures / "restart"]
     wanted = [f"{fixtures}/restart/train", f"{fixtures}/torch_writer/run_b"]
-    data = histoscope.load_histograms(logdirs, runs=wanted, tags=["hist/normal", "linear/bias"])
+    data = histoscope.load_histograms(logdirs, runs=wanted, keys=["hist/normal", "linear/bias"])
     assert list(data) == ["hist/normal", "linear/bias"]
     assert list(data["hist/normal"]) == [wanted[0]] and list(data["linear/bias"]) == [wanted[1]]
     with pytest.warns(HistoscopeWarning, match="run 'run_b' not found in"):

@@ -81,7 +81,7 @@ def test_a_card_is_each_runs_picked_steps_on_bins_shared_by_all(
     names = index.runs()
     query = answers.Query(f"tag={tag}" + "".join(f"&run={n}" for n in names) + extra)
     card = json.loads(answers.encode(answers.card(index, query)))
-    loaded = histoscope.load_histograms(logdir, tags=[tag])[tag]
+    loaded = histoscope.load_histograms(logdir, keys=[tag])[tag]
     step, low, high = (answers.query_integer(query, name) for name in ("step", "from", "to"))
     asked = answers.query_integer(query, "steps")
     max_steps = min(asked or answers.CARD_STEPS, CARD_MAX_STEPS)

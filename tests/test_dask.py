@@ -85,7 +85,7 @@ def test_restarts_across_files_are_applied_per_partition(
 
 def test_selection_and_empty_result(fixtures: Path, client: distributed.Client) -> None:
     frame = histoscope.dask.load_histograms(
-        fixtures / "torch_writer", tags=["linear/bias"], runs=["run_b"]
+        fixtures / "torch_writer", keys=["linear/bias"], runs=["run_b"]
     )
     got = frame.compute()
     assert set(got["tag"]) == {"linear/bias"} and set(got["run"]) == {"run_b"}

@@ -133,3 +133,45 @@ def test_one_default_for_bins():
     from histoscope.write.options import DEFAULT_BINS
 
     assert hs.Histogram(np.arange(100.0)).counts.shape == (DEFAULT_BINS,)
+
+
+def test_tags_of_load_histograms_warns_and_is_keys(tmp_path):
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
+        run.add_histogram("w", np.arange(10.0), step=0)
+        run.add_histogram("b", np.ones(4), step=0)
+    with pytest.warns(DeprecationWarning, match="keyword 'tags' of load_histograms\\(\\)"):
+        old = hs.load_histograms(run.path, tags=["w"])
+    new = hs.load_histograms(run.path, keys=["w"])
+    assert list(old) == list(new) == ["w"]
+    np.testing.assert_array_equal(old["w"]["."].flat_buckets, new["w"]["."].flat_buckets)
+    with pytest.raises(TypeError, match="got both 'keys' and its old name 'tags'"):
+        hs.load_histograms(run.path, keys=["w"], tags=["w"])
+
+
+def test_dask_tags_warns_and_is_keys(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    import histoscope.dask
+
+    with hs.init("p", run_name="r", logdir=tmp_path) as run:
+        run.add_histogram("w", np.arange(10.0), step=0)
+        run.add_histogram("b", np.ones(4), step=0)
+    with pytest.warns(DeprecationWarning, match="keyword 'tags' of load_histograms\\(\\)"):
+        old = histoscope.dask.load_histograms(str(tmp_path), tags=["w"]).compute()
+    new = histoscope.dask.load_histograms(str(tmp_path), keys=["w"]).compute()
+    assert old.equals(new) and set(new["tag"]) == {"w"}
+
+
+def test_a_series_tag_warns_and_is_its_key():
+    made = {"steps": [0], "wall_times": [0.0], "flat_buckets": [[0, 1, 2]], "offsets": [0, 1]}
+    with pytest.warns(DeprecationWarning, match="keyword 'tag' of HistogramSeries\\(\\)"):
+        old = hs.HistogramSeries("r", tag="w", **made)
+    new = hs.HistogramSeries("r", "w", **made)
+    with pytest.warns(
+        DeprecationWarning, match="HistogramSeries.tag is deprecated; use HistogramSeries.key"
+    ):
+        assert old.tag == new.key == "w"
+    assert repr(new).startswith("HistogramSeries(key='w'")
+    with pytest.raises(TypeError, match="got both 'key' and its old name 'tag'"):
+        hs.HistogramSeries("r", "w", tag="w", **made)
+    with pytest.raises(TypeError, match="needs the series' key"):
+        hs.HistogramSeries("r", **made)

@@ -92,7 +92,7 @@ def test_keys_come_from_the_tree_paths(flax_run: tuple[Path, list[dict]]) -> Non
 
 def test_counts_and_bins_are_numpys(flax_run: tuple[Path, list[dict]]) -> None:
     path, seen = flax_run
-    logged = hs.load_histograms(path, tags=None)
+    logged = hs.load_histograms(path, keys=None)
     for role in ("parameters", "gradients"):
         for index, arrays in enumerate(seen):
             for name, leaf in array_leaves(arrays[role]):

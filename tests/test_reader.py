@@ -44,7 +44,7 @@ def test_tags_and_runs_select_and_order(fixtures: Path) -> None:
         ("activations/relu", "train"),
     ]
     data = histoscope.load_histograms(
-        fixtures / "tf2_summary", tags=["weights/dense"], runs=["train"]
+        fixtures / "tf2_summary", keys=["weights/dense"], runs=["train"]
     )
     assert list(data) == ["weights/dense"] and list(data["weights/dense"]) == ["train"]
 
@@ -65,7 +65,7 @@ def _overlap_counts(steps: list[np.ndarray], edges: np.ndarray) -> np.ndarray:
 
 def test_chart_counts_equal_rebinned_stored_buckets(fixtures: Path) -> None:
     logdir = fixtures / "torch_writer"
-    series = histoscope.load_histograms(logdir, tags=["linear/weight"])["linear/weight"]["run_a"]
+    series = histoscope.load_histograms(logdir, keys=["linear/weight"])["linear/weight"]["run_a"]
     (chart,) = histoscope.read_tensorboard_histograms(
         logdir, tags=["linear/weight"], runs=["run_a"], bins=17, max_steps=None
     )

@@ -16,7 +16,7 @@ STATS = dict(zip(tidy.STAT_COLUMNS, histoscope._core.STAT_NAMES))
 
 
 def _assert_row_matches(row: dict, series: histoscope.HistogramSeries, i: int) -> None:
-    assert (row["run"], row["tag"], row["step"]) == (series.run, series.tag, series.steps[i])
+    assert (row["run"], row["tag"], row["step"]) == (series.run, series.key, series.steps[i])
     assert row["wall_time"] == series.wall_times[i]
     for j, column in enumerate(("left", "right", "count")):
         np.testing.assert_array_equal(np.asarray(row[column], np.float64), series.buckets[i][:, j])

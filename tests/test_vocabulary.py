@@ -12,6 +12,8 @@ import pytest
 import histoscope
 
 PACKAGE = Path(histoscope.__file__).resolve().parent
+#: The repository: the docs are there, not beside an installed package.
+REPO = Path(__file__).resolve().parents[1]
 
 #: The modules the README and docs tell a user to import: the only ones with ``__all__``.
 PUBLIC_MODULES = {
@@ -51,7 +53,7 @@ def test_every_name_a_public_module_lists_is_there(name: str) -> None:
 
 
 def test_the_vocabulary_table_is_in_the_docs() -> None:
-    text = (PACKAGE.parents[1] / "docs" / "vocabulary.md").read_text()
+    text = (REPO / "docs" / "vocabulary.md").read_text()
     assert "| Concept | The one word | What it means | Old names it replaces |" in text
     for word in (
         "`logdir`",

@@ -108,7 +108,7 @@ class SeriesFeed:
             stats = np.column_stack([one.stats[name] for name in _core.STAT_NAMES])
             for i in _core.thin_indices(len(one), _core.LIVE_STEPS):
                 self.chart.add(
-                    one.tag, one.run, int(one.steps[i]), one.buckets[i], _stats(stats[i])
+                    one.key, one.run, int(one.steps[i]), one.buckets[i], _stats(stats[i])
                 )
         self._findings: dict[str, Any] | None = {
             "findings": [f.to_dict() for f in diagnose(list(series))],

@@ -38,18 +38,18 @@ if TYPE_CHECKING:
     import pandas
 
 
-@renamed_keywords(paths="logdir")
+@renamed_keywords(paths="logdir", tags="keys")
 def load_histograms(
     logdir: Logdirs,
     *,
-    tags: Iterable[str] | None = None,
+    keys: Iterable[str] | None = None,
     runs: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> dask.dataframe.DataFrame:
     """The histograms under ``logdir`` as a lazy Dask DataFrame of tidy rows (see
     `histoscope.tidy` for the columns), one partition per events file.
 
-    ``logdir``, ``tags``, ``runs`` and ``storage_options`` are as for
+    ``logdir``, ``keys``, ``runs`` and ``storage_options`` are as for
     `histoscope.load_histograms`: a log directory, several, glob patterns or
     fsspec URLs. Call ``.compute()`` (or any Dask operation) to read them on the
     current Dask scheduler, e.g. a ``dask.distributed.Client``'s cluster.
@@ -73,7 +73,7 @@ def load_histograms(
     except ImportError as error:
         raise ImportError("histoscope.dask needs dask: pip install 'histoscope[dask]'") from error
     logdirs, several = resolve_logdirs(logdir, storage_options)
-    tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
+    tag_list, run_list = _args.names(keys, "keys"), _args.names(runs, "runs")
     chosen = [r for r in find_runs(logdirs, several) if run_list is None or r.name in run_list]
     meta = _frame([])
     partitions = []

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar, Union
 
 from .. import _args, _core
+from .._deprecated import renamed_keywords
 from ..errors import DamagedFileWarning, HistoscopeWarning, NotFoundWarning, SharedTagWarning
 from .chart import TensorBoardChart
 from .series import HistogramSeries
@@ -17,14 +18,16 @@ PathLike = Union[str, "os.PathLike[str]"]
 Logdirs = Union[PathLike, Sequence[PathLike]]
 
 
+@renamed_keywords(tags="keys")
 def load_histograms(
     logdir: Logdirs,
     *,
-    tags: Iterable[str] | None = None,
+    keys: Iterable[str] | None = None,
     runs: Iterable[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, HistogramSeries]]:
-    """Reads every histogram under ``logdir``, keyed by tag, then run, buckets as stored.
+    """Reads every histogram under ``logdir`` (only ``keys`` and ``runs`` if given), by
+    key (TensorBoard's tag), then run, buckets as stored.
 
     Runs are the directories holding events files (``.`` for ``logdir`` itself),
     read on all cores. Damaged records are skipped with a `DamagedFileWarning`.
@@ -38,13 +41,13 @@ def load_histograms(
 
     Example:
         >>> import histoscope
-        >>> data = histoscope.load_histograms("examples/logdir", tags=["tbx/uniform_bins10"])
+        >>> data = histoscope.load_histograms("examples/logdir", keys=["tbx/uniform_bins10"])
         >>> series = data["tbx/uniform_bins10"]["tensorboardx"]
         >>> len(series), series.buckets[0].shape
         (15, (10, 3))
     """
     logdirs, several = resolve_logdirs(logdir, storage_options)
-    tag_list, run_list = _args.names(tags, "tags"), _args.names(runs, "runs")
+    tag_list, run_list = _args.names(keys, "keys"), _args.names(runs, "runs")
     loaded = _read_series(logdirs, several, run_list, tag_list)
     _warn_reports(loaded.reports)
     by_tag: dict[str, dict[str, HistogramSeries]] = {}

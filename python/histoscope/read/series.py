@@ -1,4 +1,4 @@
-"""`HistogramSeries`: every step of one histogram tag of one run, wrapping the core's record."""
+"""`HistogramSeries`: every step of one histogram key of one run, wrapping the core's record."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _core
+from .._deprecated import warn_renamed
 
 if TYPE_CHECKING:
     import pandas
@@ -20,7 +21,8 @@ def _readonly(array: np.ndarray) -> np.ndarray:
 
 
 class HistogramSeries:
-    """Every step of one histogram tag of one run, with the buckets exactly as stored.
+    """Every step of one histogram key (TensorBoard's tag) of one run, with the buckets
+    exactly as stored.
 
     ``buckets[i]`` is a float64 array of shape ``(k, 3)``: the left edge, right
     edge and count of each bucket of step ``steps[i]``. ``stats`` maps
@@ -37,8 +39,8 @@ class HistogramSeries:
         ...     flat_buckets=[[0, 1, 2], [1, 2, 3], [0, 2, 5]], offsets=[0, 2, 3])
         >>> series.buckets[1]
         array([[0., 2., 5.]])
-        >>> len(series), series.steps.tolist()
-        (2, [0, 1])
+        >>> len(series), series.key, series.steps.tolist()
+        (2, 'w', [0, 1])
     """
 
     __slots__ = ("_record", "_buckets")
@@ -46,19 +48,28 @@ class HistogramSeries:
     def __init__(
         self,
         run: str,
-        tag: str,
-        steps: npt.ArrayLike,
-        wall_times: npt.ArrayLike,
-        flat_buckets: npt.ArrayLike,
-        offsets: npt.ArrayLike,
+        key: str | None = None,
+        steps: npt.ArrayLike = (),
+        wall_times: npt.ArrayLike = (),
+        flat_buckets: npt.ArrayLike = (),
+        offsets: npt.ArrayLike = (0,),
         stats: npt.ArrayLike | None = None,
+        *,
+        tag: str | None = None,
     ) -> None:
+        if tag is not None:
+            if key is not None:
+                raise TypeError("HistogramSeries() got both 'key' and its old name 'tag'")
+            warn_renamed("the keyword 'tag' of HistogramSeries()", "'key'")
+            key = tag
+        if key is None:
+            raise TypeError("HistogramSeries() needs the series' key")
         steps_ = np.array(steps, dtype=np.int64, ndmin=1)
         if stats is None:
             stats = np.full((len(steps_), len(_core.STAT_NAMES)), np.nan)
         record = _core.SeriesRecord(
             str(run),
-            str(tag),
+            str(key),
             steps_,
             np.array(wall_times, dtype=np.float64, ndmin=1),
             np.array(flat_buckets, dtype=np.float64, ndmin=2).reshape(-1, 3),
@@ -92,8 +103,14 @@ class HistogramSeries:
         return self._record.run
 
     @property
+    def key(self) -> str:
+        """The series' key (TensorBoard's tag), e.g. ``"layer1/weights"``."""
+        return self._record.tag
+
+    @property
     def tag(self) -> str:
-        """The histogram's tag, e.g. ``"layer1/weights"``."""
+        """Deprecated: `key`."""
+        warn_renamed("HistogramSeries.tag", "HistogramSeries.key")
         return self._record.tag
 
     @property
@@ -152,4 +169,4 @@ class HistogramSeries:
 
     def __repr__(self) -> str:
         span = f"steps {self.steps[0]}..{self.steps[-1]}" if len(self.steps) else "no steps"
-        return f"HistogramSeries(tag={self.tag!r}, run={self.run!r}, {span}, {len(self)} steps)"
+        return f"HistogramSeries(key={self.key!r}, run={self.run!r}, {span}, {len(self)} steps)"

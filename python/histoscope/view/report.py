@@ -249,7 +249,7 @@ class _Gathered:
         for record in run.series:
             series = HistogramSeries.from_record(record)
             kept = self.charts.keep(record)
-            card = self.cards.setdefault(series.tag, {"edges": np.empty(0), "runs": {}})
+            card = self.cards.setdefault(series.key, {"edges": np.empty(0), "runs": {}})
             card["runs"][run.run] = {
                 "steps": series.steps[kept],
                 "counts": None,
