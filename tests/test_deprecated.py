@@ -175,3 +175,32 @@ def test_a_series_tag_warns_and_is_its_key():
         hs.HistogramSeries("r", "w", tag="w", **made)
     with pytest.raises(TypeError, match="needs the series' key"):
         hs.HistogramSeries("r", **made)
+
+
+def test_watch_step_warns_and_is_step_fn(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    def trained(**numbering):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        counter = {"step": 100}
+        with hs.init("p", run_name=str(len(list(tmp_path.glob("p/*")))), logdir=tmp_path) as run:
+            run.watch(model, every=1, **{k: lambda: counter["step"] for k in numbering})
+            for _ in range(3):
+                model(torch.randn(8, 4)).sum().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                counter["step"] += 10
+        return hs.load_histograms(run.path)
+
+    with pytest.warns(DeprecationWarning, match="keyword 'step' of watch\\(\\) is deprecated"):
+        old = trained(step=True)
+    new = trained(step_fn=True)
+    assert sorted(old) == sorted(new) and len(new) > 0
+    for key in new:
+        assert old[key]["."].steps.tolist() == new[key]["."].steps.tolist() == [100, 110, 120]
+    from histoscope.write.options import WatchOptions
+
+    with pytest.raises(TypeError, match="got both 'step_fn' and its old name 'step'"):
+        WatchOptions(step=lambda: 0, step_fn=lambda: 0)

@@ -245,7 +245,7 @@ def test_own_steps_with_gradient_accumulation(tmp_path: Path) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     global_step = 0
     with hs.init("p", run_name="r", logdir=tmp_path) as run:
-        run.watch(model, every=2, step=lambda: global_step)
+        run.watch(model, every=2, step_fn=lambda: global_step)
         for i in range(12):
             x, y = batch(i)
             torch.nn.functional.cross_entropy(model(x), y).backward()
@@ -278,7 +278,7 @@ def test_histoscope_watch_uses_the_current_run(tmp_path: Path) -> None:
         ({"filter": 3}, TypeError, "filter must be a regular expression"),
         ({"filter": "("}, ValueError, "filter is not a regular expression"),
         ({"activations": "yes"}, TypeError, "activations must be True or False"),
-        ({"step": 3}, TypeError, "step must be None or a function"),
+        ({"step_fn": 3}, TypeError, "step_fn must be None or a function"),
     ],
 )
 def test_bad_arguments_are_named(tmp_path: Path, kwargs, error, message) -> None:

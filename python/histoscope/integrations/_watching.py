@@ -4,7 +4,8 @@ Example:
     >>> import tempfile, torch
     >>> from histoscope.write.options import WatchOptions
     >>> watching = Watching(None, "demo", every=1, options=WatchOptions(log="all", bins=8))
-    >>> watching.start(torch.nn.Linear(2, 1), tempfile.mkdtemp(), default_every=1, step=lambda: 0)
+    >>> model, folder = torch.nn.Linear(2, 1), tempfile.mkdtemp()
+    >>> watching.start(model, folder, default_every=1, step_fn=lambda: 0)
     >>> watching.capture_if_due()
     >>> watching.stop()
     >>> watching.run.backlog.unwritten
@@ -68,7 +69,7 @@ class Watching:
         dir: str,
         *,
         default_every: int,
-        step: Callable[[], int],
+        step_fn: Callable[[], int],
         writes: bool = True,
     ) -> None:
         """Watches ``model``, in a run of its own in ``dir`` when none was given.
@@ -78,7 +79,7 @@ class Watching:
         merging a sharded model's tensors, and does nothing for any other model.
         """
         every = self.every if self.every is not None else default_every
-        options = dataclasses.replace(self.options, every=every, step=step, all_ranks=False)
+        options = dataclasses.replace(self.options, every=every, step_fn=step_fn, all_ranks=False)
         # The trainer's word and torch.distributed's: accelerate counts every process as the
         # main one when DeepSpeed runs without an accelerator device, each with a rank.
         if not (writes and writes_here(options)):

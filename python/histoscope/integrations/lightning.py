@@ -58,7 +58,7 @@ class HistoscopeCallback(WatchingCallback, Callback):  # type: ignore[misc,unuse
             _trained(trainer, pl_module),
             os.path.join(trainer.default_root_dir, "histoscope-logs"),
             default_every=max(1, trainer.log_every_n_steps),
-            step=lambda: trainer.global_step,
+            step_fn=lambda: trainer.global_step,
             writes=trainer.is_global_zero,
         )
 

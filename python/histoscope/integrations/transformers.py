@@ -61,7 +61,7 @@ class HistoscopeCallback(WatchingCallback, TrainerCallback):  # type: ignore[mis
             model,
             os.path.join(args.output_dir, "histoscope-logs"),
             default_every=_logging_steps(args),
-            step=lambda: state.global_step + 1,
+            step_fn=lambda: state.global_step + 1,
             writes=state.is_world_process_zero,
         )
         self._watching.capture_at_unscale(_scaler(kwargs.get("optimizer")))

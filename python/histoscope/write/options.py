@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypedDict, Union
 
 from .. import _args, _core
+from .._deprecated import warn_renamed
 from .alerts import AlertPolicy, Alerts
 
 LOG_CHOICES = ("gradients", "parameters", "all")
@@ -43,7 +44,7 @@ class WatchOptions:
     ``every`` steps, in ``bins`` equal bins; ``filter`` keeps the tensors
     whose name a regular expression matches (``re.search``) or for which
     ``filter(name, tensor)`` is true; ``activations`` adds each leaf
-    module's output; ``step`` returns your own step; ``all_ranks`` logs on
+    module's output; ``step_fn`` is a function returning your own step; ``all_ranks`` logs on
     every rank of ``torch.distributed``, not rank 0 alone. ``spectral`` adds,
     every ``spectral_every`` steps (default: ``every``), the spectrum of each
     kept parameter of two dimensions or more (`histoscope.write.spectrum`).
@@ -65,7 +66,7 @@ class WatchOptions:
     filter: Filter = None
     bins: int = DEFAULT_BINS
     activations: bool = False
-    step: Callable[[], int] | None = None
+    step_fn: Callable[[], int] | None = None
     all_ranks: bool = False
     rank: int = 0
     timeout: float = DEFAULT_TIMEOUT_SECONDS
@@ -77,8 +78,15 @@ class WatchOptions:
     _keep: Callable[[str, Any], bool] | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False
     )
+    #: Deprecated: ``step_fn`` (a step is a number; this is a function).
+    step: dataclasses.InitVar[Callable[[], int] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, step: Callable[[], int] | None) -> None:
+        if step is not None:
+            if self.step_fn is not None:
+                raise TypeError("watch() got both 'step_fn' and its old name 'step'")
+            warn_renamed("the keyword 'step' of watch()", "'step_fn'", stacklevel=4)
+            object.__setattr__(self, "step_fn", step)
         _args.one_of(self.log, "log", LOG_CHOICES)
         _args.whole_number(self.every, "every", minimum=1)
         if not isinstance(_args.bins_or_edges(self.bins), int):
@@ -90,8 +98,10 @@ class WatchOptions:
         _args.flag(self.spectral, "spectral")
         if self.spectral_every is not None:
             _args.whole_number(self.spectral_every, "spectral_every", minimum=1)
-        if self.step is not None and not callable(self.step):
-            raise TypeError(f"step must be None or a function returning an int, got {self.step!r}")
+        if self.step_fn is not None and not callable(self.step_fn):
+            raise TypeError(
+                f"step_fn must be None or a function returning an int, got {self.step_fn!r}"
+            )
         object.__setattr__(self, "_keep", _compile(self.filter))
         if self.optimizer is not None and not hasattr(self.optimizer, "param_groups"):
             raise TypeError(
@@ -129,7 +139,8 @@ class WatchArguments(TypedDict, total=False):
     filter: Filter
     bins: int
     activations: bool
-    step: Callable[[], int] | None
+    step_fn: Callable[[], int] | None
+    step: Callable[[], int] | None  # deprecated: step_fn
     all_ranks: bool
     rank: int
     timeout: float

@@ -49,7 +49,7 @@ def hold(watch: Watch) -> None:
 
 
 def attempt_step(watch: Watch) -> int:
-    step_of = watch.options.step
+    step_of = watch.options.step_fn
     return watch._done if step_of is None else int(step_of())
 
 

@@ -15,12 +15,12 @@ held (`step_capture`): a model no optimizer steps, or a sharded one, is
 captured as each backward pass ends; a sharded one under a loss scaler, at its
 ``unscale_`` (`scaled_shards`).
 
-Steps. Without ``step=``, a watch counts the optimizer steps from 0, skipped
+Steps. Without ``step_fn=``, a watch counts the optimizer steps from 0, skipped
 ones included (the backward passes, where no optimizer steps the model), and
 logs step ``k`` when ``k`` is a multiple of ``every``. In the usual loop, one
 optimizer step per batch, ``run.log({"loss": ...}, step=i)`` with ``i``
 counting batches from 0 lands on the same steps; with gradient accumulation,
-``i`` counting optimizer steps does. ``step=`` a function returning your own
+``i`` counting optimizer steps does. ``step_fn=`` a function returning your own
 step (for example ``lambda: global_step``) numbers them instead.
 
 Sharded models. Parameters spread over ranks (DTensors from FSDP2's
@@ -80,9 +80,9 @@ if TYPE_CHECKING:
 class Watch:
     """What `Run.watch` returns: the hooks on one model, until `remove` (or `Run.unwatch`).
 
-    Steps: without ``step=``, optimizer step ``k`` (from 0, skipped ones included; the
+    Steps: without ``step_fn=``, optimizer step ``k`` (from 0, skipped ones included; the
     backward passes where no optimizer steps the model) is logged when ``k % every ==
-    0``, as the module's doc says; ``step=lambda: global_step`` numbers them instead.
+    0``, as the module's doc says; ``step_fn=lambda: global_step`` numbers them instead.
 
     Example:
         >>> import torch, histoscope as hs
@@ -213,7 +213,7 @@ class Watch:
     def step(self) -> int:
         """The step the next capture is logged at: the optimizer steps so far (the backward
         passes, where no optimizer steps the model), or ``step()``."""
-        step_of = self.options.step
+        step_of = self.options.step_fn
         if step_of is not None:
             return int(step_of())
         return self._done if self._capture_at == "optimizer" else self._count

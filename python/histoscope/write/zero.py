@@ -165,11 +165,11 @@ def engine_of(model: Any) -> Any:
 
 def engine_stepping(model: Any, options: WatchOptions) -> tuple[Any, WatchOptions]:
     """The engine that trains ``model`` (`engine_of`), and ``options`` stepped by its
-    ``global_steps`` unless they have a ``step=`` of their own."""
+    ``global_steps`` unless they have a ``step_fn=`` of their own."""
     engine = engine_of(model)
-    if engine is None or options.step is not None:
+    if engine is None or options.step_fn is not None:
         return engine, options
-    return engine, dataclasses.replace(options, step=lambda: int(engine.global_steps))
+    return engine, dataclasses.replace(options, step_fn=lambda: int(engine.global_steps))
 
 
 def engine_loss_scale(engine: Any) -> float | None:
