@@ -163,3 +163,45 @@ def test_a_widget_on_a_bucket_sends_its_runs_from_its_thread(s3: dict[str, Any])
     assert 0 < shown.largest_update <= shown.budget_bytes + 4096
     shown.close()
     assert {c.tag for c in shown.feed.chart.whole().changes}
+
+
+def test_a_restart_that_leaves_none_of_a_series_empties_it(tmp_path: Path) -> None:
+    """A writer's ``SessionLog.START`` before every step of a key drops them all: no step
+    of it arrives again to say so, and the widget's chart empties the series."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    def histogram(step: int) -> event_pb2.Event:
+        proto = summary_pb2.HistogramProto(
+            min=0.0,
+            max=1.0,
+            num=4,
+            sum=2.0,
+            sum_squares=1.5,
+            bucket_limit=[0.5, 1.0],
+            bucket=[2, 2],
+        )
+        value = summary_pb2.Summary.Value(tag="h", histo=proto)
+        return event_pb2.Event(
+            step=step, wall_time=float(step), summary=summary_pb2.Summary(value=[value])
+        )
+
+    writer = EventFileWriter(str(tmp_path / "run"))
+    for step in (1, 2):
+        writer.add_event(histogram(step))
+    writer.flush()
+    feed = _polled(str(tmp_path))
+    assert _held(feed)[("run", "h")][0] == [1, 2]
+    feed.chart.take_update(1 << 20)  # the page holds both steps
+    start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+    writer.add_event(event_pb2.Event(step=0, wall_time=3.0, session_log=start))
+    writer.close()
+    feed.index.run("run")  # listed again once its files grew
+    deadline = time.monotonic() + 30
+    while _held(feed).get(("run", "h"), ([], None))[0]:
+        assert time.monotonic() < deadline, _held(feed)
+        time.sleep(0.05)
+        feed.poll()
+    update = feed.chart.take_update(1 << 20)
+    assert [(c.tag, c.rows, c.keep) for c in update.changes] == [("h", 0, 0)]
+    feed.close()

@@ -211,6 +211,21 @@ impl LiveChart {
         series.latest = Some((step, *stats));
     }
 
+    /// Drops the steps of `run` under `tag` from `step` on, as a restart that left none
+    /// of them does: one that left some is told by its first step arriving again.
+    pub fn drop_from(&mut self, tag: &str, run: &str, step: i64) {
+        let (bins, keep) = (self.bins, self.keep);
+        let Some(&at) = self.by_name.get(tag) else {
+            return;
+        };
+        let live = &mut self.tags[at];
+        let Some(s) = live.runs.iter().position(|series| series.run == run) else {
+            return;
+        };
+        live.count_latest(s, bins, keep);
+        live.runs[s].purge_from(step, bins);
+    }
+
     /// Counts every series' latest arrival on its bins: the chart as a reader sees it.
     pub(super) fn settle(&mut self) {
         let (bins, keep) = (self.bins, self.keep);
@@ -364,6 +379,21 @@ mod tests {
     fn series<'a>(chart: &'a mut LiveChart, tag: &str) -> &'a LiveSeries {
         chart.settle();
         &chart.tags[chart.by_name[tag]].runs[0]
+    }
+
+    #[test]
+    fn a_series_dropped_from_a_step_keeps_only_the_steps_before_it() {
+        let mut chart = LiveChart::new(10, 8);
+        for step in 0..5 {
+            add_values(&mut chart, "w", step, &[step as f64, 1.0]);
+        }
+        chart.drop_from("w", "run", 3);
+        assert_eq!(series(&mut chart, "w").steps, [0, 1, 2]);
+        chart.drop_from("w", "run", i64::MIN);
+        assert!(series(&mut chart, "w").steps.is_empty());
+        chart.drop_from("unknown", "run", 0); // nothing to drop
+        add_values(&mut chart, "w", 7, &[1.0]);
+        assert_eq!(series(&mut chart, "w").steps, [7]);
     }
 
     #[test]

@@ -137,6 +137,13 @@ impl LiveChart {
         Ok(())
     }
 
+    /// Drops the steps of `run` under `tag` from `step` on (all of them by default), as
+    /// a restart that left none does.
+    #[pyo3(signature = (tag, run, step=i64::MIN))]
+    fn drop_from(&self, py: Python<'_>, tag: &str, run: &str, step: i64) {
+        py.detach(|| self.lock().drop_from(tag, run, step));
+    }
+
     /// The changes since the last call, as many tags' as fit `budget_bytes` (one tag's
     /// at least); the rest wait for the next call.
     fn take_update(&self, py: Python<'_>, budget_bytes: usize) -> PyResult<LiveUpdateRecord> {

@@ -171,6 +171,9 @@ class LogdirFeed:
         held_generation, held = self._held.get((name, tag), (generation, 0))
         start = 0 if held_generation != generation else held
         count = len(view.steps)
+        if count == 0 and held_generation != generation:
+            # A restart that left none of the series' steps: no step arrives to say so.
+            self.chart.drop_from(tag, name)
         if count <= start:
             self._held[(name, tag)] = (generation, count)
             return
