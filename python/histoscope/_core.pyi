@@ -494,10 +494,8 @@ def bin_batch(
 ) -> BinnedBatch: ...
 
 SPECTRUM_MIN_EIGENVALUES: Final[int]
-SPECTRUM_ZERO_SHARE: Final[float]
 ALPHA_BAND: Final[tuple[float, float]]
 SPECTRUM_PREFIX: Final[str]
-SPECTRUM_SMALL: Final[int]
 
 @final
 class PowerLaw:

@@ -8,7 +8,7 @@ use super::arrays::c_order;
 use super::records::BinnedHistogram;
 use crate::diagnose::ALPHA_BAND;
 use crate::spectral::{spectra as spectra_of, spectrum as spectrum_of, PowerLaw};
-use crate::spectral::{Spectrum, MIN_EIGENVALUES, SMALL_SPECTRUM, SPECTRUM_PREFIX, ZERO_SHARE};
+use crate::spectral::{Spectrum, MIN_EIGENVALUES, SPECTRUM_PREFIX};
 
 /// The power law fitted to a spectrum's tail (see the core's `spectral::power_law`).
 #[pyclass(frozen, get_all, name = "PowerLaw", module = "histoscope._core")]
@@ -117,8 +117,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spectrum, m)?)?;
     m.add_function(wrap_pyfunction!(spectra, m)?)?;
     m.add("SPECTRUM_MIN_EIGENVALUES", MIN_EIGENVALUES)?;
-    m.add("SPECTRUM_ZERO_SHARE", ZERO_SHARE)?;
-    m.add("SPECTRUM_SMALL", SMALL_SPECTRUM)?;
     m.add("ALPHA_BAND", ALPHA_BAND)?;
     m.add("SPECTRUM_PREFIX", SPECTRUM_PREFIX)?;
     Ok(())
