@@ -95,7 +95,10 @@ def steps(n=20):
         model(x).square().mean().backward()
         opt.step(); opt.zero_grad()
     return time.perf_counter() - start
-run = hs.init("bench", logdir=tempfile.mkdtemp(), alerts="off")
+try:
+    run = hs.init("bench", logdir=tempfile.mkdtemp(), alerts="off")
+except TypeError:  # a build from before init(logdir=)
+    run = hs.init("bench", dir=tempfile.mkdtemp(), alerts="off")
 run.watch(model, log="all", every=1)
 def measure():
     watched = steps()
