@@ -475,7 +475,7 @@ def test_the_checks_see_what_is_wrong() -> None:
     )
     assert misses(good, code) == []
     bad = (
-        "`rust/bins/nothing.rs`, `nothing.rs`, `view/nothing/`, `../shared/DESIGN.md`\n"
+        "`rust/bins/nothing.rs`, `nothing.rs`, `view/nothing/`, `../outside/OLD_MAP.md`\n"
         "`rust/bins/chart.rs` `logdir_charts`, `embedded.js` `percentiles`, `NoSuchType`,\n"
         "`no_such_fn()`, `Pick::Never`, `logdir::load::Nothing`, `storage.nothing_here`,\n"
         "`HISTOSCOPE_Y`, `overviewValue`\n"
@@ -485,7 +485,7 @@ def test_the_checks_see_what_is_wrong() -> None:
         "no such file or folder: `rust/bins/nothing.rs`",
         "no such file or folder: `nothing.rs`",
         "no such file or folder: `view/nothing/`",
-        "no such file or folder: `../shared/DESIGN.md`",
+        "no such file or folder: `../outside/OLD_MAP.md`",
         "`logdir_charts` is not defined in `rust/bins/chart.rs`",
         "`percentiles` is not defined in `embedded.js`",
         "`NoSuchType` is defined nowhere in the code",
